@@ -1,0 +1,228 @@
+// config.cpp: strict INI-style parser for jail.conf (see DESIGN.md "Config").
+#include "config.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <set>
+
+namespace clihost {
+namespace {
+
+constexpr std::size_t kMaxConfigBytes = 64 * 1024;
+constexpr std::size_t kMaxListItems = 64;
+
+std::string_view trim(std::string_view s) {
+    const auto first = s.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos) return {};
+    const auto last = s.find_last_not_of(" \t\r");
+    return s.substr(first, last - first + 1);
+}
+
+std::vector<std::string> split(std::string_view s, std::string_view seps) {
+    std::vector<std::string> out;
+    std::size_t pos = 0;
+    while (pos < s.size()) {
+        const auto start = s.find_first_not_of(seps, pos);
+        if (start == std::string_view::npos) break;
+        auto end = s.find_first_of(seps, start);
+        if (end == std::string_view::npos) end = s.size();
+        out.emplace_back(s.substr(start, end - start));
+        pos = end;
+    }
+    return out;
+}
+
+Error bad(std::size_t line, const std::string& what) {
+    return fail(Exit::host, "config line " + std::to_string(line) + ": " + what);
+}
+
+Result<bool> parse_bool(std::string_view v) {
+    if (v == "true") return true;
+    if (v == "false") return false;
+    return fail(Exit::host, "expected true or false");
+}
+
+Result<uid_t> parse_uid(std::string_view v) {
+    unsigned long n = 0;
+    const auto* end = v.data() + v.size();
+    auto [ptr, ec] = std::from_chars(v.data(), end, n);
+    // (uid_t)-1 is the "no change" sentinel of set*id: never a valid bound.
+    if (v.empty() || ec != std::errc{} || ptr != end || n >= 0xffffffffUL)
+        return fail(Exit::host, "expected a uid number");
+    return static_cast<uid_t>(n);
+}
+
+Result<std::vector<std::string>> parse_names(std::string_view v) {
+    auto names = split(v, ", \t");
+    if (names.size() > kMaxListItems) return fail(Exit::host, "too many names");
+    for (const auto& n : names)
+        if (!is_valid_account_name(n)) return fail(Exit::host, "invalid name '" + n + "'");
+    return names;
+}
+
+Result<std::vector<std::string>> parse_paths(std::string_view v) {
+    auto paths = split(v, " \t");
+    if (paths.size() > kMaxListItems) return fail(Exit::host, "too many paths");
+    for (const auto& p : paths) {
+        if (!is_clean_absolute_path(p)) return fail(Exit::host, "not a clean absolute path '" + p + "'");
+        // Binding "/" would put every other tenant's home and /root inside.
+        if (p == "/") return fail(Exit::host, "'/' may not be bound or hidden");
+    }
+    return paths;
+}
+
+Result<std::vector<std::string>> parse_env_names(std::string_view v) {
+    auto names = split(v, " \t");
+    if (names.size() > kMaxListItems) return fail(Exit::host, "too many names");
+    for (const auto& n : names) {
+        if (!is_valid_env_name(n)) return fail(Exit::host, "invalid variable name '" + n + "'");
+        if (is_reserved_env_name(n)) return fail(Exit::host, "variable '" + n + "' may not be passed through");
+    }
+    return names;
+}
+
+// Applies one key; returns an error message (empty on success).
+Result<Unit> apply(Policy& p, std::string_view section, std::string_view key, std::string_view v) {
+    auto set_list = [](auto parsed, std::vector<std::string>& into) -> Status {
+        if (!parsed) return parsed.error();
+        into = std::move(parsed).value();
+        return ok_status();
+    };
+    auto set_bool = [&](bool& into) -> Status {
+        auto b = parse_bool(v);
+        if (!b) return b.error();
+        into = b.value();
+        return ok_status();
+    };
+    if (section == "callers") {
+        if (key == "users") return set_list(parse_names(v), p.caller_users);
+        if (key == "groups") return set_list(parse_names(v), p.caller_groups);
+    } else if (section == "tenants") {
+        if (key == "group") {
+            if (!is_valid_account_name(v)) return fail(Exit::host, "invalid group name");
+            p.tenant_group = std::string(v);
+            return ok_status();
+        }
+        if (key == "min_uid" || key == "max_uid") {
+            auto u = parse_uid(v);
+            if (!u) return u.error();
+            (key == "min_uid" ? p.min_uid : p.max_uid) = u.value();
+            return ok_status();
+        }
+    } else if (section == "jail") {
+        if (key == "bwrap") {
+            if (!is_clean_absolute_path(v)) return fail(Exit::host, "bwrap must be a clean absolute path");
+            p.bwrap = std::string(v);
+            return ok_status();
+        }
+        if (key == "proc") {
+            if (v == "private") p.proc = ProcMode::private_only;
+            else if (v == "private-or-hidepid") p.proc = ProcMode::private_or_hidepid;
+            else if (v == "inherit") p.proc = ProcMode::inherit;
+            else return fail(Exit::host, "proc must be private, private-or-hidepid or inherit");
+            return ok_status();
+        }
+        if (key == "ro_bind") return set_list(parse_paths(v), p.ro_bind);
+        if (key == "tmpfs") return set_list(parse_paths(v), p.tmpfs);
+        if (key == "allow_caller_command") return set_bool(p.allow_caller_command);
+        if (key == "extra_env") return set_list(parse_env_names(v), p.extra_env);
+    } else if (section == "pam") {
+        if (key == "service") {
+            // The service name becomes a file name under /etc/pam.d.
+            if (!is_valid_account_name(v)) return fail(Exit::host, "invalid PAM service name");
+            p.pam_service = std::string(v);
+            return ok_status();
+        }
+        if (key == "session") return set_bool(p.pam_session);
+    }
+    return fail(Exit::host, "unknown key '" + std::string(key) + "' in [" + std::string(section) + "]");
+}
+
+}  // namespace
+
+std::string_view proc_mode_name(ProcMode mode) {
+    switch (mode) {
+        case ProcMode::private_only: return "private";
+        case ProcMode::private_or_hidepid: return "private-or-hidepid";
+        case ProcMode::inherit: return "inherit";
+    }
+    return "?";
+}
+
+bool is_valid_account_name(std::string_view name) {
+    if (name.empty() || name.size() > 32 || name.front() == '-') return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '-' || c == '.';
+    });
+}
+
+bool is_valid_env_name(std::string_view name) {
+    if (name.empty() || name.size() > 64 || (name.front() >= '0' && name.front() <= '9')) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    });
+}
+
+bool is_reserved_env_name(std::string_view name) {
+    static constexpr std::array<std::string_view, 20> kReserved{
+        "HOME", "USER", "LOGNAME", "SHELL", "PATH", "TTYD_SANDBOX", "IFS", "ENV", "BASH_ENV",
+        "GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "RESOLV_HOST_CONF", "MALLOC_CHECK_",
+        "TMUX", "TMUX_TMPDIR", "PYTHONPATH", "PERL5LIB", "SHELLOPTS"};
+    if (name.substr(0, 3) == "LD_" || name.substr(0, 6) == "GLIBC_") return true;
+    return std::find(kReserved.begin(), kReserved.end(), name) != kReserved.end();
+}
+
+bool is_clean_absolute_path(std::string_view path) {
+    if (path.empty() || path.front() != '/' || path.size() > 1024) return false;
+    if (path == "/") return true;
+    if (path.back() == '/') return false;
+    for (char c : path)
+        if (c == '\0' || c == '\n' || static_cast<unsigned char>(c) < 0x20) return false;
+    for (const auto& part : split(path.substr(1), "/"))
+        if (part == "." || part == "..") return false;
+    return path.find("//") == std::string_view::npos;
+}
+
+Result<Policy> parse_config(std::string_view text) {
+    if (text.size() > kMaxConfigBytes) return fail(Exit::host, "config file too large");
+    Policy p;
+    std::string section;
+    std::set<std::string> seen;
+    std::size_t line_no = 0;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+        auto nl = text.find('\n', pos);
+        if (nl == std::string_view::npos) nl = text.size();
+        std::string_view line = text.substr(pos, nl - pos);
+        pos = nl + 1;
+        ++line_no;
+        if (line.find('\0') != std::string_view::npos) return bad(line_no, "NUL byte");
+        if (auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+        line = trim(line);
+        if (line.empty()) continue;
+        if (line.front() == '[') {
+            if (line.back() != ']') return bad(line_no, "malformed section header");
+            section = std::string(trim(line.substr(1, line.size() - 2)));
+            if (section != "callers" && section != "tenants" && section != "jail" && section != "pam")
+                return bad(line_no, "unknown section [" + section + "]");
+            if (!seen.insert("[" + section + "]").second) return bad(line_no, "duplicate section");
+            continue;
+        }
+        const auto eq = line.find('=');
+        if (eq == std::string_view::npos) return bad(line_no, "expected key = value");
+        const auto key = trim(line.substr(0, eq));
+        const auto value = trim(line.substr(eq + 1));
+        if (section.empty()) return bad(line_no, "key outside a section");
+        if (!seen.insert(section + "." + std::string(key)).second)
+            return bad(line_no, "duplicate key '" + std::string(key) + "'");
+        if (auto st = apply(p, section, key, value); !st) return bad(line_no, st.error().message);
+    }
+    // uid 0 is never a tenant, whatever the range says.
+    if (p.min_uid == 0) return fail(Exit::host, "config: min_uid must be at least 1");
+    if (p.min_uid > p.max_uid) return fail(Exit::host, "config: min_uid is above max_uid");
+    return p;
+}
+
+}  // namespace clihost

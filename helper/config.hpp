@@ -1,0 +1,53 @@
+// config.hpp: the Policy value and its pure parser. Parsing only validates and
+// fills the struct; nothing here touches the system (fuzzable, unit-tested).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "result.hpp"
+
+namespace clihost {
+
+enum class ProcMode { private_only, private_or_hidepid, inherit };
+
+std::string_view proc_mode_name(ProcMode mode);
+
+struct Policy {
+    // [callers]
+    std::vector<std::string> caller_users{"clihost"};
+    std::vector<std::string> caller_groups{"clihost"};
+    // [tenants]
+    std::string tenant_group{"clihost-tenants"};
+    uid_t min_uid{1000};
+    uid_t max_uid{60000};
+    // [jail]
+    std::string bwrap{"/usr/bin/bwrap"};
+    ProcMode proc{ProcMode::private_only};
+    std::vector<std::string> ro_bind{"/usr", "/bin", "/sbin", "/lib", "/lib32",
+                                     "/lib64", "/etc", "/opt", "/var/lib"};
+    std::vector<std::string> tmpfs{"/tmp", "/var/tmp", "/run"};
+    bool allow_caller_command{false};
+    std::vector<std::string> extra_env{"TERM", "LANG", "LC_ALL", "COLORTERM"};
+    // [pam]
+    std::string pam_service{"clihost-jail"};
+    bool pam_session{true};
+};
+
+// Parse a whole config file. Unknown sections/keys, duplicates and malformed
+// lines are errors (exit 3): a typo must not silently weaken the jail.
+Result<Policy> parse_config(std::string_view text);
+
+// Shared validators, also used for values that do not come from the file.
+bool is_valid_account_name(std::string_view name);
+bool is_valid_env_name(std::string_view name);
+// Absolute, no "." or ".." components, no empty components, no trailing '/'.
+bool is_clean_absolute_path(std::string_view path);
+// Names the jail sets itself or that change how programs load code: never
+// passed through from the caller, whatever extra_env says.
+bool is_reserved_env_name(std::string_view name);
+
+}  // namespace clihost

@@ -1,0 +1,102 @@
+// identity.hpp: who is calling, who the tenant is, and whether the caller may
+// act for the tenant. Decisions are pure functions over looked-up values; the
+// lookups sit behind AccountDb so tests can use fakes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config.hpp"
+#include "result.hpp"
+
+namespace clihost {
+
+struct Account {
+    std::string name;
+    uid_t uid{};
+    gid_t gid{};
+    std::string home;
+    std::string shell;
+};
+
+class AccountDb {
+public:
+    virtual ~AccountDb() = default;
+    virtual std::optional<Account> user_by_name(const std::string& name) const = 0;
+    virtual std::optional<Account> user_by_uid(uid_t uid) const = 0;
+    virtual std::optional<gid_t> group_by_name(const std::string& name) const = 0;
+    // Primary group first, then supplementary groups (getgrouplist).
+    virtual std::vector<gid_t> groups_of(const Account& account) const = 0;
+};
+
+// The real one: getpwnam_r/getpwuid_r/getgrnam_r/getgrouplist.
+class SystemAccountDb final : public AccountDb {
+public:
+    std::optional<Account> user_by_name(const std::string& name) const override;
+    std::optional<Account> user_by_uid(uid_t uid) const override;
+    std::optional<gid_t> group_by_name(const std::string& name) const override;
+    std::vector<gid_t> groups_of(const Account& account) const override;
+};
+
+enum class Invocation {
+    root,        // real and effective uid 0, no SUDO_UID
+    sudo,        // real and effective uid 0, SUDO_UID names the proxy user
+    setuid,      // real uid is the caller, effective uid 0 from the setuid bit
+    unprivileged // effective uid is not 0: can only print/check
+};
+
+std::string_view invocation_name(Invocation inv);
+
+// Process credentials, read once at start.
+struct Credentials {
+    uid_t ruid{}, euid{}, suid{};
+    gid_t rgid{};
+    std::vector<gid_t> groups;          // getgroups() of the process
+    std::optional<std::string> sudo_uid; // SUDO_UID, captured before the env is cleared
+};
+
+struct Caller {
+    Invocation invocation{Invocation::unprivileged};
+    uid_t uid{};             // who to blame in the audit log
+    std::string name;        // their name, or "#uid"
+    std::vector<gid_t> gids; // the groups that count for [callers] groups
+};
+
+// SUDO_UID is believed only when the real uid is already 0: then sudo (which
+// root configured) set it, and it only changes what the audit log names.
+Caller identify_caller(const Credentials& creds, const AccountDb& db);
+
+// root and sudo always may; a setuid or unprivileged caller must be listed by
+// name in [callers] users or hold a group from [callers] groups.
+Status authorize_caller(const Policy& policy, const Caller& caller, const AccountDb& db);
+
+// What lstat() said of the tenant's home, so that the decision stays pure.
+struct HomeInfo {
+    bool exists{false};
+    bool is_symlink{false};
+    bool is_dir{false};
+    uid_t owner{};
+    mode_t mode{};
+};
+
+// The real inspector: lstat(), never following a final symlink.
+HomeInfo inspect_home(const std::string& path);
+using HomeInspector = std::function<HomeInfo(const std::string&)>;
+
+struct Tenant {
+    Account account;
+    std::vector<gid_t> groups;  // what setgroups() will install
+};
+
+// Tenant rules of DESIGN.md: never uid 0, in [tenants] group, uid in range,
+// home a clean absolute path to a real directory owned by them and not
+// group/world-writable, and not inside a directory the jail binds read-only.
+Result<Tenant> validate_tenant(const Policy& policy, const std::string& name, const AccountDb& db,
+                               const HomeInspector& inspect = inspect_home);
+
+}  // namespace clihost

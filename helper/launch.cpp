@@ -1,0 +1,139 @@
+// launch.cpp: fork/exec/wait. Linear on purpose: every step checked.
+#include "launch.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "fault.hpp"
+#include "log.hpp"
+#include "privdrop.hpp"
+#include "unique_fd.hpp"
+
+namespace clihost {
+namespace {
+
+std::vector<char*> c_strings(const std::vector<std::string>& v) {
+    std::vector<char*> out;
+    out.reserve(v.size() + 1);
+    for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+    out.push_back(nullptr);
+    return out;
+}
+
+// Opens (creating if absent) one directory level without following symlinks,
+// and checks it is the tenant's.
+Result<UniqueFd> open_own_dir(int parent, const char* name, const std::string& shown, uid_t uid, bool private_dir) {
+    if (::mkdirat(parent, name, 0700) != 0 && errno != EEXIST)
+        return fail(Exit::refused, "cannot create " + shown + ": " + std::strerror(errno));
+    UniqueFd fd(::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid())
+        return fail(Exit::refused, shown + (errno == ELOOP || errno == ENOTDIR ? " is a symlink or not a directory"
+                                                                            : ": " + std::string(std::strerror(errno))));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return fail(Exit::internal, "cannot stat " + shown);
+    if (st.st_uid != uid) return fail(Exit::refused, shown + " is not owned by the tenant");
+    if (private_dir && (st.st_mode & 077) != 0 && ::fchmod(fd.get(), 0700) != 0)
+        return fail(Exit::refused, "cannot make " + shown + " private");
+    return fd;
+}
+
+sigset_t forwarded_and_child() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : kForwardedSignals) sigaddset(&set, s);
+    sigaddset(&set, SIGCHLD);
+    return set;
+}
+
+}  // namespace
+
+Status prepare_socket_dir(const Account& tenant) {
+    UniqueFd home(::open(tenant.home.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!home.valid()) return fail(Exit::refused, "cannot open home " + tenant.home);
+    auto cache = open_own_dir(home.get(), ".cache", tenant.home + "/.cache", tenant.uid, false);
+    if (!cache) return cache.error();
+    auto tmux = open_own_dir(cache.value().get(), "tmux", tenant.home + "/.cache/tmux", tenant.uid, true);
+    if (!tmux) return tmux.error();
+    return ok_status();
+}
+
+Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir) {
+    const Account& t = tenant.account;
+    if (auto st = drop_privileges(t.uid, t.gid, tenant.groups); !st) return st.error();
+    // The drop cleared the parent-death signal (it is reset on credential
+    // changes); set it again so this child dies with the waiting parent until
+    // bwrap's --die-with-parent takes over.
+    const pid_t parent = ::getppid();
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent)
+        return fail(Exit::internal, "cannot tie the jail to its parent");
+    if (make_socket_dir)
+        if (auto st = prepare_socket_dir(t); !st) return st.error();
+    // Descriptors opened since start-up (syslog, PAM modules, NSS) must not
+    // reach the jail: mark every fd above 2 close-on-exec.
+    if (::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) != 0)
+        return fail(Exit::internal, "cannot mark descriptors close-on-exec");
+    auto argv = c_strings(plan.argv);
+    auto envp = c_strings(plan.env);
+    if (!fault::fail("exec")) ::execve(plan.bwrap.c_str(), argv.data(), envp.data());
+    return fail(Exit::host, "cannot execute " + plan.bwrap + ": " + std::strerror(errno));
+}
+
+Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_socket_dir, PamSession& pam) {
+    // Block the relayed signals before forking so none is lost between fork
+    // and the wait loop; the child restores the mask before exec.
+    const sigset_t set = forwarded_and_child();
+    sigset_t old;
+    if (::sigprocmask(SIG_BLOCK, &set, &old) != 0) return fail(Exit::internal, "sigprocmask failed");
+    const pid_t child = fault::fail("fork") ? -1 : ::fork();
+    if (child < 0) {
+        const std::string why = std::strerror(errno);
+        (void)pam.close();
+        return fail(Exit::internal, "fork failed: " + why);
+    }
+    if (child == 0) {
+        if (::sigprocmask(SIG_SETMASK, &old, nullptr) != 0) ::_exit(static_cast<int>(Exit::internal));
+        const Error e = exec_jail(plan, tenant, make_socket_dir);
+        log::refuse("fail", e.message);
+        ::_exit(static_cast<int>(e.code));
+    }
+    int status = 0;
+    bool reaped = false;
+    while (true) {
+        siginfo_t info{};
+        const int sig = ::sigwaitinfo(&set, &info);
+        if (sig < 0) {
+            if (errno == EINTR) continue;
+            break;  // cannot happen with a valid set; fall through to a blocking wait
+        }
+        if (sig == SIGCHLD) {
+            const pid_t r = ::waitpid(child, &status, WNOHANG);
+            if (r == child) {
+                reaped = true;
+                break;
+            }
+            continue;
+        }
+        // TERM/HUP/INT/QUIT (including our own parent-death SIGHUP): pass it
+        // on; bwrap dies, and --die-with-parent takes the whole jail with it.
+        ::kill(child, sig);
+    }
+    while (!reaped) {
+        const pid_t r = ::waitpid(child, &status, 0);
+        reaped = r == child || errno != EINTR;
+    }
+    const auto closed = pam.close();
+    if (!closed) log::refuse("fail", closed.error().message);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return static_cast<int>(Exit::internal);
+}
+
+}  // namespace clihost

@@ -1,0 +1,29 @@
+// launch.hpp: carry out a Plan. The child drops privileges and execs bwrap by
+// absolute path; the parent (still root) forwards signals, waits, closes the
+// PAM session and returns the jailed command's status.
+#pragma once
+
+#include "identity.hpp"
+#include "pam_session.hpp"
+#include "plan.hpp"
+#include "result.hpp"
+
+namespace clihost {
+
+// The tmux socket directory, made by the tenant after the drop (never by
+// root: root following a tenant's symlink is how a tenant would get root to
+// create or chmod files elsewhere). $HOME/.cache and $HOME/.cache/tmux must
+// be real directories owned by the tenant; the latter ends up mode 0700.
+Status prepare_socket_dir(const Account& tenant);
+
+// Drop privileges, prepare, exec. Returns only on failure.
+Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir);
+
+// With a PAM session: fork, exec_jail in the child, wait in the parent, then
+// close the session. Returns the exit status to hand to our caller.
+Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_socket_dir, PamSession& pam);
+
+// Signals the waiting parent relays to the jail.
+inline constexpr int kForwardedSignals[] = {1 /*HUP*/, 2 /*INT*/, 3 /*QUIT*/, 15 /*TERM*/};
+
+}  // namespace clihost

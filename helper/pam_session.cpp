@@ -1,0 +1,93 @@
+// pam_session.cpp: Linux-PAM calls with a non-interactive conversation.
+#include "pam_session.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "fault.hpp"
+
+namespace clihost {
+namespace {
+
+// Never prompts: a module that wants a password or an answer gets an error,
+// so nothing can block a terminal or read the caller's keystrokes as root.
+// Informational and error messages go to stderr.
+int quiet_conversation(int n, const pam_message** msgs, pam_response** resp, void*) {
+    if (n <= 0 || n > PAM_MAX_NUM_MSG) return PAM_CONV_ERR;
+    for (int i = 0; i < n; ++i) {
+        const int style = msgs[i]->msg_style;
+        if (style == PAM_ERROR_MSG || style == PAM_TEXT_INFO) {
+            if (msgs[i]->msg != nullptr) std::fprintf(stderr, "clihost-jail: pam: %s\n", msgs[i]->msg);
+            continue;
+        }
+        return PAM_CONV_ERR;
+    }
+    // Only messages, no prompts: an (empty) response array is still owed.
+    *resp = static_cast<pam_response*>(std::calloc(static_cast<std::size_t>(n), sizeof(pam_response)));
+    return *resp == nullptr ? PAM_BUF_ERR : PAM_SUCCESS;
+}
+
+Error pam_error(pam_handle_t* h, const char* step, int rc) {
+    return fail(Exit::refused, std::string("PAM ") + step + " refused the tenant: " + pam_strerror(h, rc));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PamSession>> PamSession::open(const std::string& service, const std::string& tenant,
+                                                     const std::string& ruser, const std::string& tty) {
+    static const pam_conv conv{quiet_conversation, nullptr};
+    pam_handle_t* h = nullptr;
+    int rc = fault::fail("pam_start") ? PAM_SYSTEM_ERR : pam_start(service.c_str(), tenant.c_str(), &conv, &h);
+    if (rc != PAM_SUCCESS) {
+        if (h != nullptr) pam_end(h, rc);
+        return fail(Exit::host, "PAM start failed for service " + service);
+    }
+    std::unique_ptr<PamSession> s(new PamSession(h));
+    if ((rc = pam_set_item(h, PAM_RUSER, ruser.c_str())) != PAM_SUCCESS) return pam_error(h, "set_item", rc);
+    if (!tty.empty() && (rc = pam_set_item(h, PAM_TTY, tty.c_str())) != PAM_SUCCESS)
+        return pam_error(h, "set_item", rc);
+    // Account checks: an expired or locked tenant gets no terminal.
+    rc = fault::fail("pam_acct") ? PAM_ACCT_EXPIRED : pam_acct_mgmt(h, PAM_SILENT);
+    if (rc != PAM_SUCCESS) return pam_error(h, "account check", rc);
+    if ((rc = pam_setcred(h, PAM_ESTABLISH_CRED | PAM_SILENT)) != PAM_SUCCESS) return pam_error(h, "setcred", rc);
+    s->cred_established_ = true;
+    rc = fault::fail("pam_open") ? PAM_SESSION_ERR : pam_open_session(h, PAM_SILENT);
+    if (rc != PAM_SUCCESS) return pam_error(h, "open_session", rc);
+    s->session_open_ = true;
+    return s;
+}
+
+std::vector<std::string> PamSession::environment() const {
+    std::vector<std::string> out;
+    char** list = pam_getenvlist(handle_);
+    if (list == nullptr) return out;
+    for (char** e = list; *e != nullptr; ++e) {
+        out.emplace_back(*e);
+        std::free(*e);
+    }
+    std::free(list);
+    return out;
+}
+
+Status PamSession::close() {
+    if (handle_ == nullptr) return ok_status();
+    int rc = PAM_SUCCESS;
+    std::string failed;
+    if (session_open_ && (rc = pam_close_session(handle_, PAM_SILENT)) != PAM_SUCCESS) failed = "close_session";
+    session_open_ = false;
+    if (cred_established_) {
+        const int rc2 = pam_setcred(handle_, PAM_DELETE_CRED | PAM_SILENT);
+        if (rc2 != PAM_SUCCESS && failed.empty()) { failed = "setcred(DELETE)"; rc = rc2; }
+    }
+    cred_established_ = false;
+    const std::string msg = failed.empty() ? "" : std::string("PAM ") + failed + ": " + pam_strerror(handle_, rc);
+    pam_end(handle_, rc);
+    handle_ = nullptr;
+    if (!failed.empty()) return fail(Exit::internal, msg);
+    return ok_status();
+}
+
+PamSession::~PamSession() { (void)close(); }
+
+}  // namespace clihost

@@ -1,0 +1,171 @@
+// probe.cpp: mountinfo parsing and the namespace/procfs trial.
+#include "probe.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "fault.hpp"
+#include "unique_fd.hpp"
+
+namespace clihost {
+namespace {
+
+std::vector<std::string_view> fields(std::string_view line) {
+    std::vector<std::string_view> out;
+    std::size_t pos = 0;
+    while (pos < line.size()) {
+        const auto start = line.find_first_not_of(' ', pos);
+        if (start == std::string_view::npos) break;
+        auto end = line.find(' ', start);
+        if (end == std::string_view::npos) end = line.size();
+        out.push_back(line.substr(start, end - start));
+        pos = end;
+    }
+    return out;
+}
+
+std::string read_small_file(const char* path) {
+    UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC));
+    std::string text;
+    if (!fd.valid()) return text;
+    char buf[8192];
+    while (text.size() < (4u << 20)) {
+        const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    return text;
+}
+
+// Child-side codes of the trial, reported through the exit status.
+enum TrialCode { kTrialOk = 0, kTrialDropFailed = 10, kTrialNoUserns = 11, kTrialForkFailed = 12,
+                 kTrialNoProc = 13, kTrialPrivateFailed = 14 };
+
+[[noreturn]] void trial_child(uid_t uid, gid_t gid) {
+    if (::geteuid() == 0) {
+        // Drop fully before touching namespaces: the trial must not succeed
+        // only because it ran as root.
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 || ::setresuid(uid, uid, uid) != 0)
+            ::_exit(kTrialDropFailed);
+    }
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(kTrialDropFailed);
+    if (fault::fail("probe") || ::unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) != 0) ::_exit(kTrialNoUserns);
+    const pid_t pid = ::fork();  // the first child in the new pid namespace is its pid 1
+    if (pid < 0) ::_exit(kTrialForkFailed);
+    if (pid == 0) {
+        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(kTrialPrivateFailed);
+        if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) ::_exit(kTrialNoProc);
+        ::_exit(kTrialOk);
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) ::_exit(kTrialForkFailed);
+    ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : kTrialForkFailed);
+}
+
+}  // namespace
+
+bool mountinfo_proc_hidepid(std::string_view mountinfo) {
+    bool hidden = false;
+    bool seen = false;
+    std::size_t pos = 0;
+    while (pos < mountinfo.size()) {
+        auto nl = mountinfo.find('\n', pos);
+        if (nl == std::string_view::npos) nl = mountinfo.size();
+        const auto f = fields(mountinfo.substr(pos, nl - pos));
+        pos = nl + 1;
+        // id parent major:minor root mountpoint options [optional...] - fstype source superopts
+        if (f.size() < 10 || f[4] != "/proc") continue;
+        std::size_t dash = 6;
+        while (dash < f.size() && f[dash] != "-") ++dash;
+        if (dash + 3 > f.size()) continue;
+        seen = true;  // later lines are mounted on top of earlier ones
+        hidden = false;
+        if (f[dash + 1] != "proc") continue;
+        const std::string_view opts = f[dash + 3];
+        std::size_t o = 0;
+        while (o <= opts.size()) {
+            auto comma = opts.find(',', o);
+            if (comma == std::string_view::npos) comma = opts.size();
+            const auto opt = opts.substr(o, comma - o);
+            if (opt == "hidepid=invisible" || opt == "hidepid=2") hidden = true;
+            o = comma + 1;
+        }
+    }
+    return seen && hidden;
+}
+
+std::vector<HostPath> inspect_host_paths(const std::vector<std::string>& paths) {
+    std::vector<HostPath> out;
+    out.reserve(paths.size());
+    for (const auto& p : paths) {
+        HostPath hp{p, HostPath::Kind::absent, {}};
+        struct stat st {};
+        if (::lstat(p.c_str(), &st) == 0) {
+            if (S_ISDIR(st.st_mode)) {
+                hp.kind = HostPath::Kind::directory;
+            } else if (S_ISLNK(st.st_mode)) {
+                char buf[4096];
+                const ssize_t n = ::readlink(p.c_str(), buf, sizeof buf - 1);
+                if (n > 0) {
+                    hp.kind = HostPath::Kind::symlink;
+                    hp.target.assign(buf, static_cast<std::size_t>(n));
+                }
+            } else {
+                hp.kind = HostPath::Kind::other;
+            }
+        }
+        out.push_back(std::move(hp));
+    }
+    return out;
+}
+
+TrialResult trial_namespaces(uid_t uid, gid_t gid) {
+    TrialResult r;
+    const pid_t pid = fault::fail("probe_fork") ? -1 : ::fork();
+    if (pid < 0) {
+        r.detail = std::string("fork failed: ") + std::strerror(errno);
+        return r;
+    }
+    if (pid == 0) trial_child(uid, gid);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            r.detail = "waitpid failed";
+            return r;
+        }
+    }
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    switch (code) {
+        case kTrialOk: r.user_namespaces = r.fresh_proc = true; break;
+        case kTrialNoProc: r.user_namespaces = true; r.detail = "a fresh procfs cannot be mounted"; break;
+        case kTrialPrivateFailed: r.user_namespaces = true; r.detail = "mount propagation cannot be made private"; break;
+        case kTrialNoUserns: r.detail = "unprivileged user namespaces are not available"; break;
+        case kTrialDropFailed: r.detail = "the trial could not drop privileges"; break;
+        default: r.detail = "the namespace trial failed"; break;
+    }
+    return r;
+}
+
+HostProbe probe_host(const std::vector<std::string>& ro_bind, uid_t uid, gid_t gid) {
+    HostProbe p;
+    const auto trial = trial_namespaces(uid, gid);
+    p.user_namespaces = trial.user_namespaces;
+    p.fresh_proc = trial.fresh_proc;
+    p.trial_detail = trial.detail;
+    p.host_proc_hidepid = mountinfo_proc_hidepid(read_small_file("/proc/self/mountinfo"));
+    p.paths = inspect_host_paths(ro_bind);
+    return p;
+}
+
+}  // namespace clihost

@@ -1,0 +1,48 @@
+// probe.hpp: what this host supports, read from /proc/self/mountinfo and from
+// real trials in forked, unprivileged children; never guessed from env vars.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace clihost {
+
+struct HostPath {
+    enum class Kind { absent, directory, symlink, other };
+    std::string path;
+    Kind kind{Kind::absent};
+    std::string target;  // for symlinks
+};
+
+struct HostProbe {
+    bool user_namespaces{false};    // unshare(CLONE_NEWUSER) worked for the target uid
+    bool fresh_proc{false};         // a new procfs mounted in new user+pid+mount namespaces
+    bool host_proc_hidepid{false};  // the host /proc is mounted hidepid=invisible (or 2)
+    std::string trial_detail;       // why the trial failed, for messages
+    std::vector<HostPath> paths;    // ro_bind entries as found on the host
+};
+
+// Pure: does the topmost mount on /proc in this mountinfo have hidepid=2/invisible?
+bool mountinfo_proc_hidepid(std::string_view mountinfo);
+
+// lstat each path (and readlink symlinks) so the plan binds only what exists.
+std::vector<HostPath> inspect_host_paths(const std::vector<std::string>& paths);
+
+struct TrialResult {
+    bool user_namespaces{false};
+    bool fresh_proc{false};
+    std::string detail;
+};
+
+// Forks a child that drops to uid/gid (when running as root), sets
+// no_new_privs, unshares user+pid+mount namespaces and, as pid 1 of the new
+// pid namespace, mounts a fresh procfs: exactly what bwrap --proc will need.
+TrialResult trial_namespaces(uid_t uid, gid_t gid);
+
+// All of the above for one launch.
+HostProbe probe_host(const std::vector<std::string>& ro_bind, uid_t uid, gid_t gid);
+
+}  // namespace clihost

@@ -1,0 +1,135 @@
+// Config parsing: defaults, every key, and each way a file is refused.
+#include <gtest/gtest.h>
+
+#include "config.hpp"
+
+using namespace clihost;
+
+TEST(Config, EmptyFileGivesDesignDefaults) {
+    auto p = parse_config("");
+    ASSERT_TRUE(p.ok());
+    const Policy& d = p.value();
+    EXPECT_EQ(d.caller_users, std::vector<std::string>{"clihost"});
+    EXPECT_EQ(d.caller_groups, std::vector<std::string>{"clihost"});
+    EXPECT_EQ(d.tenant_group, "clihost-tenants");
+    EXPECT_EQ(d.min_uid, 1000u);
+    EXPECT_EQ(d.max_uid, 60000u);
+    EXPECT_EQ(d.bwrap, "/usr/bin/bwrap");
+    EXPECT_EQ(d.proc, ProcMode::private_only);
+    EXPECT_EQ(d.ro_bind, (std::vector<std::string>{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc",
+                                                   "/opt", "/var/lib"}));
+    EXPECT_EQ(d.tmpfs, (std::vector<std::string>{"/tmp", "/var/tmp", "/run"}));
+    EXPECT_FALSE(d.allow_caller_command);
+    EXPECT_EQ(d.extra_env, (std::vector<std::string>{"TERM", "LANG", "LC_ALL", "COLORTERM"}));
+    EXPECT_EQ(d.pam_service, "clihost-jail");
+    EXPECT_TRUE(d.pam_session);
+}
+
+TEST(Config, DesignExampleParsesWithInlineComments) {
+    const char* text = R"([callers]
+users = clihost              # who may invoke it (root always may); comma-separated
+groups = clihost
+[tenants]
+group = clihost-tenants      # the target must be a member
+min_uid = 1000
+max_uid = 60000
+[jail]
+bwrap = /usr/bin/bwrap       # absolute, root-owned, not writable by others
+proc = private               # private | private-or-hidepid | inherit
+ro_bind = /usr /bin /sbin /lib /lib32 /lib64 /etc /opt /var/lib   # bound only if present
+tmpfs = /tmp /var/tmp /run
+allow_caller_command = false
+extra_env = TERM LANG LC_ALL COLORTERM   # passed through from the caller if set and well-formed
+[pam]
+service = clihost-jail
+session = true
+)";
+    auto p = parse_config(text);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_EQ(p.value().ro_bind.size(), 9u);
+}
+
+TEST(Config, EveryKeyIsApplied) {
+    auto p = parse_config(
+        "[callers]\nusers = proxy, web\ngroups =\n[tenants]\ngroup = t\nmin_uid = 5000\nmax_uid = 6000\n"
+        "[jail]\nbwrap = /opt/bw/bwrap\nproc = private-or-hidepid\nro_bind = /usr\ntmpfs = /tmp\n"
+        "allow_caller_command = true\nextra_env = TERM\n[pam]\nservice = other\nsession = false\n");
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    const Policy& v = p.value();
+    EXPECT_EQ(v.caller_users, (std::vector<std::string>{"proxy", "web"}));
+    EXPECT_TRUE(v.caller_groups.empty());
+    EXPECT_EQ(v.tenant_group, "t");
+    EXPECT_EQ(v.min_uid, 5000u);
+    EXPECT_EQ(v.max_uid, 6000u);
+    EXPECT_EQ(v.bwrap, "/opt/bw/bwrap");
+    EXPECT_EQ(v.proc, ProcMode::private_or_hidepid);
+    EXPECT_EQ(v.ro_bind, std::vector<std::string>{"/usr"});
+    EXPECT_TRUE(v.allow_caller_command);
+    EXPECT_EQ(v.pam_service, "other");
+    EXPECT_FALSE(v.pam_session);
+    EXPECT_EQ(parse_config("[jail]\nproc = inherit\n").value().proc, ProcMode::inherit);
+}
+
+struct BadConfig {
+    const char* name;
+    const char* text;
+};
+
+class ConfigRefused : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(ConfigRefused, IsAnErrorWithExitCode3) {
+    auto p = parse_config(GetParam().text);
+    ASSERT_FALSE(p.ok()) << GetParam().name;
+    EXPECT_EQ(p.error().code, Exit::host);
+    EXPECT_FALSE(p.error().message.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ConfigRefused,
+    ::testing::Values(
+        BadConfig{"UnknownKey", "[jail]\nbwrapp = /usr/bin/bwrap\n"},
+        BadConfig{"UnknownSection", "[jails]\n"},
+        BadConfig{"KeyOutsideSection", "bwrap = /usr/bin/bwrap\n"},
+        BadConfig{"NoEquals", "[jail]\nbwrap\n"},
+        BadConfig{"BadHeader", "[jail\n"},
+        BadConfig{"DuplicateKey", "[jail]\nproc = private\nproc = inherit\n"},
+        BadConfig{"DuplicateSection", "[jail]\n[jail]\n"},
+        BadConfig{"BadProc", "[jail]\nproc = maybe\n"},
+        BadConfig{"RelativeBwrap", "[jail]\nbwrap = bwrap\n"},
+        BadConfig{"DotDotBwrap", "[jail]\nbwrap = /usr/../tmp/bwrap\n"},
+        BadConfig{"RootBind", "[jail]\nro_bind = /\n"},
+        BadConfig{"RelativeBind", "[jail]\nro_bind = usr\n"},
+        BadConfig{"BadBool", "[jail]\nallow_caller_command = yes\n"},
+        BadConfig{"MinUidZero", "[tenants]\nmin_uid = 0\n"},
+        BadConfig{"MinAboveMax", "[tenants]\nmin_uid = 7000\nmax_uid = 6000\n"},
+        BadConfig{"NegativeUid", "[tenants]\nmin_uid = -1\n"},
+        BadConfig{"UidSentinel", "[tenants]\nmax_uid = 4294967295\n"},
+        BadConfig{"UidJunk", "[tenants]\nmax_uid = 12ab\n"},
+        BadConfig{"LdPreloadPassThrough", "[jail]\nextra_env = LD_PRELOAD\n"},
+        BadConfig{"PathPassThrough", "[jail]\nextra_env = PATH\n"},
+        BadConfig{"SandboxPassThrough", "[jail]\nextra_env = TTYD_SANDBOX\n"},
+        BadConfig{"BadEnvName", "[jail]\nextra_env = 1TERM\n"},
+        BadConfig{"BadUserName", "[callers]\nusers = -rf\n"},
+        BadConfig{"ServiceWithSlash", "[pam]\nservice = ../shadow\n"}),
+    [](const auto& tp) { return std::string(tp.param.name); });
+
+TEST(Config, NulByteInsideALineIsRefused) {
+    const std::string text("[jail]\nproc = private\0inherit\n", 31);
+    EXPECT_FALSE(parse_config(text).ok());
+}
+
+TEST(Config, OversizedFileIsRefused) {
+    EXPECT_FALSE(parse_config(std::string(70000, '#')).ok());
+}
+
+TEST(Config, CleanAbsolutePath) {
+    EXPECT_TRUE(is_clean_absolute_path("/usr/bin/bwrap"));
+    EXPECT_TRUE(is_clean_absolute_path("/"));
+    EXPECT_FALSE(is_clean_absolute_path("usr"));
+    EXPECT_FALSE(is_clean_absolute_path("/usr/"));
+    EXPECT_FALSE(is_clean_absolute_path("/usr//bin"));
+    EXPECT_FALSE(is_clean_absolute_path("/usr/./bin"));
+    EXPECT_FALSE(is_clean_absolute_path("/usr/../etc"));
+    EXPECT_FALSE(is_clean_absolute_path("/usr/\nbin"));
+    EXPECT_FALSE(is_clean_absolute_path(""));
+}

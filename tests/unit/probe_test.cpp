@@ -1,0 +1,45 @@
+// Host probe: mountinfo parsing (pure) and the path inspection.
+#include <gtest/gtest.h>
+
+#include "probe.hpp"
+
+using namespace clihost;
+
+TEST(Probe, HostProcWithHidepidInvisible) {
+    EXPECT_TRUE(mountinfo_proc_hidepid(
+        "22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw,hidepid=invisible\n"));
+    EXPECT_TRUE(mountinfo_proc_hidepid("22 1 0:21 / /proc rw,relatime - proc proc rw,hidepid=2\n"));
+}
+
+TEST(Probe, HostProcWithoutHidepid) {
+    EXPECT_FALSE(mountinfo_proc_hidepid("22 1 0:21 / /proc rw,relatime shared:12 - proc proc rw\n"));
+    EXPECT_FALSE(mountinfo_proc_hidepid("22 1 0:21 / /proc rw,relatime - proc proc rw,hidepid=1\n"));
+    EXPECT_FALSE(mountinfo_proc_hidepid("22 1 0:21 / /proc rw,relatime - proc proc rw,hidepid=noaccess\n"));
+    EXPECT_FALSE(mountinfo_proc_hidepid(""));
+}
+
+TEST(Probe, TopmostProcMountDecides) {
+    const char* hidden_then_plain =
+        "22 1 0:21 / /proc rw - proc proc rw,hidepid=invisible\n"
+        "40 22 0:40 / /proc rw - proc proc rw\n";
+    EXPECT_FALSE(mountinfo_proc_hidepid(hidden_then_plain));
+    const char* plain_then_hidden =
+        "22 1 0:21 / /proc rw - proc proc rw\n"
+        "40 22 0:40 / /proc rw - proc proc rw,hidepid=invisible\n";
+    EXPECT_TRUE(mountinfo_proc_hidepid(plain_then_hidden));
+}
+
+TEST(Probe, OtherMountPointsAndFsTypesDoNotCount) {
+    EXPECT_FALSE(mountinfo_proc_hidepid("30 1 0:30 / /proc2 rw - proc proc rw,hidepid=invisible\n"));
+    EXPECT_FALSE(mountinfo_proc_hidepid("30 1 0:30 / /proc rw - tmpfs tmpfs rw,hidepid=invisible\n"));
+    EXPECT_FALSE(mountinfo_proc_hidepid("garbage\n\n - - -\n"));
+}
+
+TEST(Probe, InspectHostPathsReportsKinds) {
+    auto got = inspect_host_paths({"/", "/definitely/not/here", "/proc/self"});
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_EQ(got[0].kind, HostPath::Kind::directory);
+    EXPECT_EQ(got[1].kind, HostPath::Kind::absent);
+    EXPECT_EQ(got[2].kind, HostPath::Kind::symlink);
+    EXPECT_FALSE(got[2].target.empty());
+}
