@@ -88,10 +88,10 @@ Result<Prepared> prepare(const StartState& start, const CommandLine& cl, const A
     return p;
 }
 
-int do_print(const Prepared& p, const CommandLine& cl) {
+int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) {
     if (auto st = check_bwrap(p.loaded.policy); !st) return refuse(st.error());
     const Request req{Verb::run, *cl.session, cl.command};
-    auto plan = build_plan(p.loaded.policy, *p.tenant, req, p.probe, {}, {});
+    auto plan = build_plan(p.loaded.policy, *p.tenant, req, p.probe, start.caller_env, {});
     if (!plan) return refuse(plan.error());
     std::string out = "# clihost-jail plan: tenant " + p.tenant->account.name + ", session " + *cl.session +
                       ", /proc " + plan.value().proc_source +
@@ -266,7 +266,7 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
     p.probe = probe_host(p.loaded.policy.ro_bind, probe_uid, probe_gid);
 
     switch (cl.verb) {
-        case Verb::print: return do_print(p, cl);
+        case Verb::print: return do_print(p, cl, start);
         case Verb::check: return do_check(p, start);
         case Verb::run:
         case Verb::kill: return do_launch(p, cl, start);
