@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# tests/run.sh: the one test command (README, CI). Run as root on Debian 12:
+# installs what it needs with apt-get, builds, and runs every suite through
+# ctest: unit (no root), integration (root: real users, PAM, bwrap, tmux),
+# packaging, static analysis, sanitizers, fuzzing (short), benchmark (quick).
+#   BUILD_DIR=...       build directory (default: build/ci)
+#   CLIHOST_QUICK=1     unit + integration only (for fast local iteration)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "tests/run.sh: run as root (integration tests create users and install a setuid binary)" >&2
+  exit 2
+fi
+
+packages=(build-essential cmake pkg-config libpam0g-dev libcap-ng-dev libspdlog-dev libfmt-dev
+          libgtest-dev libgmock-dev bubblewrap tmux sudo rsyslog python3 python3-pytest procps
+          util-linux libpam-modules libpam-runtime passwd login)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "tests/run.sh: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Audit lines go to syslog (authpriv); the tests read them from auth.log.
+if ! pgrep -x rsyslogd >/dev/null; then
+  rsyslogd 2>/dev/null || true
+  for _ in $(seq 50); do [ -S /dev/log ] && break; sleep 0.1; done
+fi
+
+build=${BUILD_DIR:-$top/build/ci}
+# The test build reads its default config from a test-only path so that the
+# suites never touch a real /etc/clihost-jail/jail.conf on the machine.
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-test/jail.conf >/dev/null
+cmake --build "$build" -j"$(nproc)"
+
+cd "$build"
+ctest --output-on-failure --timeout 900 ${CLIHOST_QUICK:+-L "unit|integration"}
