@@ -53,6 +53,15 @@ Status check_bwrap(const Policy& policy) {
     return ok_status();
 }
 
+// Linux-PAM silently falls back to /etc/pam.d/other when a service file is
+// missing, and Debian's "other" stack admits everyone: refuse instead of
+// running a session under rules nobody wrote for us.
+Status check_pam_service(const Policy& policy) {
+    auto f = open_trusted("/etc/pam.d/" + policy.pam_service, Trust::must_exist);
+    if (!f) return fail(Exit::host, "PAM service " + policy.pam_service + ": " + f.error().message);
+    return ok_status();
+}
+
 std::string tty_of_stdin() {
     char buf[256];
     if (::isatty(0) != 1 || ::ttyname_r(0, buf, sizeof buf) != 0) return {};
@@ -124,6 +133,7 @@ int do_launch(const Prepared& p, const CommandLine& cl, const StartState& start)
         log::audit("allow", "exec bwrap, /proc " + plan.value().proc_source + ", no PAM session");
         return refuse(exec_jail(plan.value(), *p.tenant, default_tmux));
     }
+    if (auto st = check_pam_service(policy); !st) return refuse(st.error());
     auto pam = PamSession::open(policy.pam_service, p.tenant->account.name, p.caller.name, tty_of_stdin());
     if (!pam) return refuse(pam.error());
     auto plan = build_plan(policy, *p.tenant, req, p.probe, start.caller_env, pam.value()->environment());
@@ -216,7 +226,9 @@ int do_check(const Prepared& p, const StartState& start) {
     line("fresh procfs", p.probe.fresh_proc ? "yes" : "no (" + p.probe.trial_detail + ")");
     line("host /proc hidepid=invisible", p.probe.host_proc_hidepid ? "yes" : "no");
     line("proc mode", std::string(proc_mode_name(policy.proc)));
-    line("pam", policy.pam_session ? "session via service " + policy.pam_service : "no session");
+    if (!policy.pam_session) line("pam", "no session");
+    else if (auto st = check_pam_service(policy); !st) problem("pam", st.error().message);
+    else line("pam", "session via /etc/pam.d/" + policy.pam_service);
     if (p.tenant) {
         line("tenant", p.tenant->account.name + ": ok (uid " + std::to_string(p.tenant->account.uid) + ", home " +
                            p.tenant->account.home + ")");

@@ -1,0 +1,127 @@
+"""Every failure is fail-closed: no command runs, one stderr line, exit code
+from DESIGN.md, an audit line."""
+import os
+import shutil
+
+from conftest import PROXY, new_session
+
+
+def assert_closed(host, r, s, code, marker):
+    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
+    assert "RAN" not in r.stdout
+    assert not os.path.exists(marker)
+    assert r.stderr.startswith("clihost-jail: "), r.stderr
+    lines = host.audit_lines(f"session={s}")
+    assert any("decision=fail" in l or "decision=deny" in l for l in lines), lines
+
+
+def attempt(host, tenant, config):
+    s = new_session()
+    marker = os.path.join(host.home(tenant), f"ctj-ran-{s}")
+    r = host.run_root(host.jail(tenant, f"touch {marker}; echo RAN", session=s), config=config)
+    return r, s, marker
+
+
+def fake_bwrap_dir(host, name, script, mode=0o755, group_writable=False):
+    d = os.path.join(host.prefix, name)
+    os.makedirs(d, exist_ok=True)
+    os.chmod(d, 0o755)
+    path = os.path.join(d, "bwrap")
+    with open(path, "w") as f:
+        f.write(script)
+    os.chmod(path, mode | (0o020 if group_writable else 0))
+    return path
+
+
+def test_missing_bwrap_exits_3(host, alice):
+    conf = host.config_variant({"jail": "bwrap = /nonexistent/bwrap"})
+    r, s, marker = attempt(host, alice, conf)
+    assert_closed(host, r, s, 3, marker)
+    assert "bwrap" in r.stderr
+
+
+def test_failing_bwrap_runs_nothing(host, alice):
+    path = fake_bwrap_dir(host, "failing", "#!/bin/sh\nexit 1\n")
+    conf = host.config_variant({"jail": f"bwrap = {path}"})
+    s = new_session()
+    marker = os.path.join(host.home(alice), f"ctj-ran-{s}")
+    r = host.run_root(host.jail(alice, f"touch {marker}; echo RAN", session=s), config=conf)
+    assert r.returncode == 1
+    assert "RAN" not in r.stdout and not os.path.exists(marker)
+    assert any("status 1" in l for l in host.audit_lines(f"session={s}", want=2))
+
+
+def test_crashing_bwrap_runs_nothing(host, alice):
+    path = fake_bwrap_dir(host, "crashing", "#!/bin/sh\nkill -SEGV $$\n")
+    conf = host.config_variant({"jail": f"bwrap = {path}"})
+    s = new_session()
+    r = host.run_root(host.jail(alice, "echo RAN", session=s), config=conf)
+    assert r.returncode == 128 + 11
+    assert "RAN" not in r.stdout
+
+
+def test_group_writable_bwrap_is_refused(host, alice):
+    path = fake_bwrap_dir(host, "gw", "#!/bin/sh\nexec /usr/bin/bwrap \"$@\"\n", group_writable=True)
+    conf = host.config_variant({"jail": f"bwrap = {path}"})
+    r, s, marker = attempt(host, alice, conf)
+    assert_closed(host, r, s, 3, marker)
+
+
+def test_bwrap_not_owned_by_root_is_refused(host, alice):
+    path = fake_bwrap_dir(host, "notroot", "#!/bin/sh\nexec /usr/bin/bwrap \"$@\"\n")
+    os.chown(path, 1, 1)
+    conf = host.config_variant({"jail": f"bwrap = {path}"})
+    r, s, marker = attempt(host, alice, conf)
+    assert_closed(host, r, s, 3, marker)
+
+
+def test_config_writable_by_others_is_refused(host, alice):
+    conf = host.config_variant({})
+    os.chmod(conf, 0o666)
+    r, s, marker = attempt(host, alice, conf)
+    assert_closed(host, r, s, 3, marker)
+
+
+def test_config_in_a_world_writable_directory_is_refused(host, alice):
+    d = os.path.join(host.prefix, "wwdir")
+    os.makedirs(d)
+    os.chmod(d, 0o777)
+    conf = os.path.join(d, "jail.conf")
+    shutil.copy(host.config_variant({}), conf)
+    r, s, marker = attempt(host, alice, conf)
+    assert_closed(host, r, s, 3, marker)
+
+
+def test_config_symlink_is_refused(host, alice):
+    link = os.path.join(host.variants, "link.conf")
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.symlink(host.config_variant({}), link)
+    r, s, marker = attempt(host, alice, link)
+    assert_closed(host, r, s, 3, marker)
+
+
+def test_malformed_config_is_refused(host, alice):
+    conf = host.config_variant({"jail": "procs = private"})
+    r, s, marker = attempt(host, alice, conf)
+    assert_closed(host, r, s, 3, marker)
+    assert "unknown key" in r.stderr
+
+
+def test_caller_command_refused_unless_allowed(host, alice):
+    conf = host.config_variant({"jail": "allow_caller_command = false"})
+    # the base config sets it true; the variant repeats the key -> use a fresh file
+    text = open(conf).read().replace("allow_caller_command = true\n", "")
+    with open(conf, "w") as f:
+        f.write(text)
+    r, s, marker = attempt(host, alice, conf)
+    assert_closed(host, r, s, 1, marker)
+    assert "allow_caller_command" in r.stderr
+
+
+def test_pam_service_missing_fails_closed(host, alice):
+    conf = host.config_variant({"pam": "service = ctj-no-such-service"})
+    r, s, marker = attempt(host, alice, conf)
+    # Linux-PAM would fall back to /etc/pam.d/other, which admits everyone.
+    assert_closed(host, r, s, 3, marker)
+    assert "PAM service" in r.stderr
