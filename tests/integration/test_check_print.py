@@ -1,0 +1,61 @@
+"""check reports the host and exits 0 only when a jail can start; print shows
+the exact plan, shell-quoted, and it is what run executes."""
+import shlex
+
+from conftest import PROXY, new_session
+
+
+def test_check_reports_a_startable_jail(host, alice):
+    r = host.run_as(PROXY, [host.bin, "check", "--user", alice])
+    assert r.returncode == 0, r.stdout + r.stderr
+    for key in ["invocation: setuid", "config:", "bwrap: /usr/bin/bwrap: ok", "bubblewrap",
+                "user namespaces: yes", "fresh procfs: yes", "host /proc hidepid=invisible:",
+                f"tenant: {alice}: ok", "jail trial: ok", "result: a jail can start"]:
+        assert key in r.stdout, key
+
+
+def test_check_fails_with_exit_3_when_bwrap_is_missing(host):
+    conf = host.config_variant({"jail": "bwrap = /nonexistent/bwrap"})
+    r = host.run_root([host.bin, "check"], config=conf)
+    assert r.returncode == 3
+    assert "bwrap: FAIL" in r.stdout and "result: a jail cannot start" in r.stdout
+
+
+def test_check_refuses_an_invalid_tenant(host):
+    r = host.run_root([host.bin, "check", "--user", "root"])
+    assert r.returncode == 1
+
+
+def test_print_is_the_exact_plan_and_runs_as_printed(host, alice):
+    s = new_session()
+    r = host.run_root([host.bin, "print", "--user", alice, "--session", s],
+                      env={"TERM": "xterm", "TTYD_PASSWORD": "x"})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("# clihost-jail plan")
+    words = shlex.split(lines[-1])
+    assert words[:2] == ["env", "-i"]
+    bwrap = words.index("/usr/bin/bwrap")
+    env = words[2:bwrap]
+    argv = words[bwrap:]
+    assert "TTYD_SANDBOX=true" in env and "TERM=xterm" in env
+    assert not any(e.startswith("TTYD_PASSWORD") for e in env)
+    assert argv[-7:] == ["/usr/bin/tmux", "-S", f"{host.home(alice)}/.cache/tmux/clihost.sock",
+                         "new-session", "-A", "-s", s]
+    assert argv[argv.index("--clearenv") + 1] == "--setenv"
+    assert ["--proc", "/proc"] == argv[argv.index("--proc"):argv.index("--proc") + 2]
+    assert "--die-with-parent" in argv and "--unshare-pid" in argv
+
+
+def test_print_has_no_side_effects(host, alice):
+    import os
+    cache = os.path.join(host.home(alice), ".cache")
+    before = os.path.exists(cache)
+    r = host.run_root([host.bin, "print", "--user", alice, "--session", new_session()])
+    assert r.returncode == 0
+    assert os.path.exists(cache) == before
+
+
+def test_version_and_help(host):
+    assert host.run_as(PROXY, [host.bin, "--version"]).stdout.startswith("clihost-jail ")
+    assert "usage:" in host.run_as(PROXY, [host.bin, "--help"]).stdout
