@@ -1,0 +1,72 @@
+"""A real pseudo-terminal standing in for ttyd: the helper runs as the
+session leader with the pty slave as its controlling terminal, and a thread
+drains the master side."""
+import fcntl
+import os
+import pwd
+import struct
+import subprocess
+import termios
+import threading
+import time
+
+
+class PtyProcess:
+    def __init__(self, argv, user=None, env=None, rows=30, cols=100):
+        self.master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        pw = pwd.getpwnam(user) if user else None
+
+        def setup():
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            if pw:
+                os.initgroups(user, pw.pw_gid)
+                os.setgid(pw.pw_gid)
+                os.setuid(pw.pw_uid)
+
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, preexec_fn=setup, cwd="/",
+                                     env=env or {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color"})
+        os.close(slave)
+        self._buf = bytearray()
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self):
+        while True:
+            try:
+                data = os.read(self.master, 4096)
+            except OSError:
+                return
+            if not data:
+                return
+            with self._lock:
+                self._buf += data
+
+    def output(self):
+        with self._lock:
+            return self._buf.decode(errors="replace")
+
+    def write(self, text):
+        os.write(self.master, text.encode())
+
+    def wait_for(self, text, timeout=10.0):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if text in self.output():
+                return True
+            time.sleep(0.05)
+        return False
+
+    def wait(self, timeout=10.0):
+        return self.proc.wait(timeout=timeout)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            os.close(self.master)
+        except OSError:
+            pass

@@ -1,0 +1,114 @@
+"""The jail never outlives its caller or its helper, and the PAM session is
+closed by the waiting parent: SIGKILL of the caller (ttyd), SIGTERM/SIGHUP
+relayed by the helper, a terminal hang-up, and session = false."""
+import os
+import shlex
+import signal
+import subprocess
+import time
+
+from conftest import PROXY, new_session
+from ptyutil import PtyProcess
+
+
+def helper_pids(host):
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/exe") == host.bin:
+                out.append(int(pid))
+        except OSError:
+            pass
+    return out
+
+
+def wait_until(pred, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+def start_sleeping_jail(host, tenant, s, config=None):
+    """A caller shell (standing in for ttyd) that runs the helper."""
+    cmd = shlex.join(host.jail(tenant, "sleep 1000", session=s))
+    env = {"PATH": "/usr/bin:/bin"}
+    if config:
+        env["CLIHOST_JAIL_CONFIG"] = config
+    caller = subprocess.Popen(["/bin/sh", "-c", f"{cmd}; echo done"], env=env, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert wait_until(lambda: any(open(f"/proc/{p}/comm").read().strip() == "sleep"
+                                  for p in host.processes_of(tenant) if os.path.exists(f"/proc/{p}/comm")))
+    return caller
+
+
+def test_sigkill_of_the_caller_takes_the_whole_jail_and_closes_pam(host, alice):
+    s = new_session()
+    caller = start_sleeping_jail(host, alice, s)
+    os.kill(caller.pid, signal.SIGKILL)
+    caller.wait()
+    assert host.wait_gone(alice), host.processes_of(alice)
+    assert wait_until(lambda: not helper_pids(host))
+    lines = host.audit_lines(f"session={s}", want=2)
+    assert any("PAM session closed" in l for l in lines), lines
+
+
+def test_sigterm_to_the_helper_is_relayed_and_pam_closed(host, alice):
+    s = new_session()
+    caller = start_sleeping_jail(host, alice, s)
+    helper = [p for p in helper_pids(host)]
+    assert len(helper) == 1
+    os.kill(helper[0], signal.SIGTERM)
+    assert host.wait_gone(alice)
+    caller.wait(10)
+    lines = host.audit_lines(f"session={s}", want=2)
+    assert any("status 143" in l and "PAM session closed" in l for l in lines), lines
+
+
+def test_sighup_to_the_helper_is_relayed(host, alice):
+    s = new_session()
+    caller = start_sleeping_jail(host, alice, s)
+    os.kill(helper_pids(host)[0], signal.SIGHUP)
+    assert host.wait_gone(alice)
+    caller.wait(10)
+    assert any("status 129" in l for l in host.audit_lines(f"session={s}", want=2))
+
+
+def test_sigkill_of_the_helper_takes_the_jail(host, alice):
+    s = new_session()
+    caller = start_sleeping_jail(host, alice, s)
+    os.kill(helper_pids(host)[0], signal.SIGKILL)
+    assert host.wait_gone(alice), host.processes_of(alice)
+    caller.wait(10)
+
+
+def test_terminal_hangup_ends_the_jail(host, alice):
+    s = new_session()
+    t = PtyProcess([host.bin, "run", "--user", alice, "--session", s], user=PROXY)
+    try:
+        assert wait_until(lambda: len(host.processes_of(alice)) >= 3)
+        os.close(t.master)  # ttyd closes the pty master when the browser goes away
+        assert t.wait(10) is not None
+        assert host.wait_gone(alice), host.processes_of(alice)
+    finally:
+        t.close()
+
+
+def test_session_false_execs_bwrap_directly_and_dies_with_the_caller(host, alice):
+    s = new_session()
+    conf = host.config_variant({"pam": "session = false"})
+    caller = start_sleeping_jail(host, alice, s, config=conf)
+    # no waiting root parent: the caller's child is bwrap itself
+    assert not helper_pids(host)
+    lines = host.audit_lines(f"session={s}")
+    assert any("no PAM session" in l for l in lines), lines
+    os.kill(caller.pid, signal.SIGKILL)
+    caller.wait()
+    assert host.wait_gone(alice), host.processes_of(alice)
+
+
+def test_exit_status_of_the_jailed_command_is_returned(host, alice):
+    r = host.run_as(PROXY, host.jail(alice, "exit 7"))
+    assert r.returncode == 7
