@@ -1,0 +1,52 @@
+#!/bin/bash
+# Checks that install/man/clihost-jail.8 and jail.conf.5 render without any
+# warning from groff (-ww: all warnings, -z: no output) and from man-db
+# (man --warnings -l), and that each documents what the contract fixes:
+# every command, every exit code, every config key.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+mandir=$here/../../install/man
+
+need=()
+command -v groff >/dev/null || need+=(groff-base)
+command -v man >/dev/null || need+=(man-db)
+if [ ${#need[@]} -gt 0 ]; then
+    [ "$(id -u)" = 0 ] || { echo "FAIL: missing ${need[*]} and not root"; exit 1; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+export LC_ALL=C.UTF-8 MANWIDTH=80
+
+pass=0 fail=0
+check() { # check NAME EXPECTED ACTUAL
+    if [ "$2" = "$3" ]; then pass=$((pass + 1)); echo "ok   $1";
+    else fail=$((fail + 1)); echo "FAIL $1: expected [$2], got [$3]"; fi
+}
+for page in clihost-jail.8 jail.conf.5; do
+    f=$mandir/$page
+    check "$page: groff -man -ww -z is silent" "" "$(groff -man -ww -z "$f" 2>&1)"
+    check "$page: man --warnings -l is silent" "" "$(man --warnings -l "$f" 2>&1 >/dev/null)"
+    check "$page: renders to text" yes "$(man -l "$f" 2>/dev/null | grep -q '^NAME' && echo yes || echo no)"
+done
+
+# Contract coverage, looked for in the rendered text.
+text8=$(man -l "$mandir/clihost-jail.8" 2>/dev/null)
+missing=""
+for w in run kill check print --version --help --user --session CLIHOST_JAIL_CONFIG TTYD_SANDBOX=true \
+         extra_env setuid sudo /etc/clihost-jail/jail.conf /etc/pam.d/clihost-jail; do
+    grep -qF -- "$w" <<<"$text8" || missing+=" $w"
+done
+for code in 0 1 2 3 4; do
+    grep -qE "^ +$code +[A-Z]" <<<"$text8" || missing+=" exit-$code"
+done
+check "clihost-jail.8 documents commands, modes, environment, exit codes" "" "$missing"
+
+text5=$(man -l "$mandir/jail.conf.5" 2>/dev/null)
+missing=""
+for w in '[callers]' users groups '[tenants]' group min_uid max_uid '[jail]' bwrap proc ro_bind tmpfs \
+         allow_caller_command extra_env '[pam]' service session private-or-hidepid inherit; do
+    grep -qF -- "$w" <<<"$text5" || missing+=" $w"
+done
+check "jail.conf.5 documents every key" "" "$missing"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
