@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# install/quickstart.sh: build, install and demonstrate clihost-jail on a
+# fresh Debian 12 machine. Run as root from the repository:
+#     sudo ./install/quickstart.sh
+# It installs the build and run dependencies (apt-get), builds, installs the
+# helper setuid root (4750 root:clihost) with its PAM service and an example
+# config, creates two demo tenants if missing, and shows from inside a real
+# jailed tmux session what a tenant sees.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+[ "$(id -u)" -eq 0 ] || { echo "quickstart: run as root (sudo $0)" >&2; exit 2; }
+
+deps=(build-essential cmake pkg-config libpam0g-dev libcap-ng-dev libspdlog-dev libfmt-dev
+      bubblewrap tmux libpam-modules procps)
+missing=()
+for p in "${deps[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+echo "== groups and demo tenants"
+getent group clihost >/dev/null || groupadd --system clihost
+getent group clihost-tenants >/dev/null || groupadd clihost-tenants
+for t in clihost-demo1 clihost-demo2; do
+  id "$t" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash --groups clihost-tenants "$t"
+  chmod 0750 "$(getent passwd "$t" | cut -d: -f6)"
+done
+
+echo "== build and install"
+build=$top/build/release
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+  -DCLIHOST_JAIL_TESTS=OFF >/dev/null
+cmake --build "$build" -j"$(nproc)" >/dev/null
+cmake --install "$build" >/dev/null
+helper=/usr/libexec/clihost-jail/clihost-jail
+ls -l "$helper"
+
+echo "== clihost-jail check --user clihost-demo1"
+"$helper" check --user clihost-demo1
+
+echo "== a jailed terminal: tmux stands in for ttyd's pseudo-terminal"
+demo=clihost-quickstart-$$
+tmux -L "$demo" new-session -d -s host -x 160 -y 50 "$helper run --user clihost-demo1 --session demo"
+home2=$(getent passwd clihost-demo2 | cut -d: -f6)
+ready=
+for _ in $(seq 50); do
+  if runuser -u clihost-demo1 -- tmux -S "$(getent passwd clihost-demo1 | cut -d: -f6)/.cache/tmux/clihost.sock" \
+       has-session -t =demo 2>/dev/null; then ready=1; break; fi
+  sleep 0.1
+done
+[ -n "$ready" ] || { echo "quickstart: the jailed session did not start" >&2; tmux -L "$demo" capture-pane -p; exit 1; }
+sleep 0.5
+tmux -L "$demo" send-keys -t host "clear; id; echo TTYD_SANDBOX=\$TTYD_SANDBOX; ls /home; ls $home2; touch /etc/demo; ps ax" Enter
+sleep 1.5
+tmux -L "$demo" capture-pane -p -t host | sed '/^$/d'
+"$helper" kill --user clihost-demo1 --session demo
+tmux -L "$demo" kill-server 2>/dev/null || true
+cat <<EOT
+== done
+Above, from inside the jail: the other tenant's home does not exist, /etc is
+read-only, ps sees only the jail's own processes, and TTYD_SANDBOX=true.
+Next: add the proxy user to group clihost, put tenants in clihost-tenants,
+read 'man clihost-jail' and /etc/clihost-jail/jail.conf.
+EOT
