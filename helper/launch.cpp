@@ -15,6 +15,7 @@
 #include "fault.hpp"
 #include "log.hpp"
 #include "privdrop.hpp"
+#include "seccomp_filter.hpp"
 #include "unique_fd.hpp"
 
 namespace clihost {
@@ -80,6 +81,12 @@ Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir) {
     // reach the jail: mark every fd above 2 close-on-exec.
     if (::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) != 0)
         return fail(Exit::internal, "cannot mark descriptors close-on-exec");
+    // The one descriptor bwrap is meant to get: its seccomp program, at the
+    // number the plan names (dup2 leaves the copy without close-on-exec).
+    auto program = seccomp_program_fd();
+    if (!program) return program.error();
+    if (::dup2(program.value().get(), kSeccompFd) != kSeccompFd || ::fcntl(kSeccompFd, F_SETFD, 0) != 0)
+        return fail(Exit::internal, "cannot place the seccomp program");
     auto argv = c_strings(plan.argv);
     auto envp = c_strings(plan.env);
     if (!fault::fail("exec")) ::execve(plan.bwrap.c_str(), argv.data(), envp.data());

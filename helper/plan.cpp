@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "seccomp_filter.hpp"
+
 namespace clihost {
 namespace {
 
@@ -83,6 +85,8 @@ std::vector<std::string> build_bwrap_argv(const Policy& policy, const Account& t
                                "--unshare-user", "--unshare-pid", "--unshare-ipc",
                                // Nothing of the jail outlives the helper that started it.
                                "--die-with-parent",
+                               // No TIOCSTI/TIOCLINUX into the caller's terminal (seccomp_filter.hpp).
+                               "--seccomp", std::to_string(kSeccompFd),
                                // The jail's environment is exactly ours, whatever bwrap inherits.
                                "--clearenv"};
     for (const auto& kv : env) {
