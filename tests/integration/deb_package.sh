@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The Debian package, installed for real: cpack -G DEB from a release build,
+# dpkg -i creates the groups and the 4750 root:clihost helper (statoverride),
+# `clihost-jail check` passes for a tenant, dpkg -r keeps the conffiles,
+# dpkg -P removes them and the statoverride. Root only; restores what a
+# manual install had put at the same paths.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+[ "$(id -u)" = 0 ] || { echo "deb_package: needs root" >&2; exit 1; }
+command -v dpkg-deb >/dev/null
+pass=0 fail=0
+ok() { echo "ok - $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+
+work=$(mktemp -d)
+tenant=ctjdeb$$
+# Keep whatever a manual install (quickstart) had at the package's paths.
+saved=()
+for f in usr/libexec/clihost-jail etc/clihost-jail etc/pam.d/clihost-jail; do
+  [ -e "/$f" ] && saved+=("$f")
+done
+[ ${#saved[@]} -eq 0 ] || tar -C / -cpf "$work/backup.tar" "${saved[@]}"
+was_installed=$(dpkg-query -W -f='${Status}' clihost-jail 2>/dev/null | grep -c "install ok installed" || true)
+cleanup() {
+  dpkg -P clihost-jail >/dev/null 2>&1 || true
+  userdel -r "$tenant" >/dev/null 2>&1 || true
+  [ -f "$work/backup.tar" ] && tar -C / -xpf "$work/backup.tar"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+[ "$was_installed" = 0 ] || dpkg -r clihost-jail >/dev/null
+
+cmake -S "$repo" -B "$work/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+  -DCLIHOST_JAIL_TESTS=OFF >/dev/null
+cmake --build "$work/build" -j"$(nproc)" >/dev/null
+(cd "$work/build" && cpack -G DEB >/dev/null)
+deb=$(ls "$work"/build/clihost-jail_*.deb)
+check "package builds" "[ -f '$deb' ]"
+check "conffiles list jail.conf and the PAM service" \
+  "dpkg-deb -I '$deb' conffiles | grep -qx /etc/clihost-jail/jail.conf && dpkg-deb -I '$deb' conffiles | grep -qx /etc/pam.d/clihost-jail"
+check "helper ships 4750 root:root (only root may run it before postinst)" \
+  "dpkg-deb -c '$deb' | grep -E '^-rwsr-x--- root/root .* ./usr/libexec/clihost-jail/clihost-jail$' >/dev/null"
+
+rm -rf /usr/libexec/clihost-jail /etc/clihost-jail /etc/pam.d/clihost-jail
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >/dev/null 2>&1 || dpkg -i "$deb" >/dev/null
+helper=/usr/libexec/clihost-jail/clihost-jail
+check "groups clihost and clihost-tenants exist" "getent group clihost >/dev/null && getent group clihost-tenants >/dev/null"
+check "helper is root:clihost 4750" "[ \"\$(stat -c '%U:%G %a' $helper)\" = 'root:clihost 4750' ]"
+check "mode is a dpkg statoverride" "dpkg-statoverride --list $helper | grep -q 'root clihost 4750'"
+check "man pages installed" "[ -f /usr/share/man/man8/clihost-jail.8 ] && [ -f /usr/share/man/man5/clihost-jail.conf.5 ]"
+useradd -m -s /bin/bash -G clihost-tenants "$tenant"
+chmod 750 "/home/$tenant"
+check "clihost-jail check --user passes" "$helper check --user $tenant >$work/check.out 2>&1"
+grep -q "result: a jail can start" "$work/check.out" || cat "$work/check.out"
+# A jailed tmux session started by the packaged helper (tmux stands in for ttyd's pty).
+tmux -L "ctjdeb$$" new-session -d -s host "$helper run --user $tenant --session debtest"
+sock=/home/$tenant/.cache/tmux/clihost.sock
+for _ in $(seq 50); do runuser -u "$tenant" -- tmux -S "$sock" has-session -t =debtest 2>/dev/null && break; sleep 0.1; done
+check "the packaged helper starts a jailed tmux session" "runuser -u $tenant -- tmux -S $sock has-session -t =debtest"
+check "the packaged helper kills it" "$helper kill --user $tenant --session debtest"
+tmux -L "ctjdeb$$" kill-server 2>/dev/null || true
+
+echo "# local edit" >> /etc/clihost-jail/jail.conf
+dpkg -r clihost-jail >/dev/null
+check "remove deletes the helper" "[ ! -e $helper ]"
+check "remove keeps the edited config" "grep -q '# local edit' /etc/clihost-jail/jail.conf"
+check "remove keeps the PAM service" "[ -f /etc/pam.d/clihost-jail ]"
+dpkg -P clihost-jail >/dev/null
+check "purge deletes the config" "[ ! -e /etc/clihost-jail/jail.conf ]"
+check "purge deletes the PAM service" "[ ! -e /etc/pam.d/clihost-jail ]"
+check "purge drops the statoverride" "! dpkg-statoverride --list $helper >/dev/null 2>&1"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
