@@ -40,14 +40,16 @@ Status drop_privileges(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) {
     // 4. gid before uid: after setresuid we could no longer change it.
     if (fault::fail("setresgid") || ::setresgid(gid, gid, gid) != 0) return drop_failed("setresgid");
     // 5. All three uids, so that no saved uid 0 can be switched back to.
-    if (fault::fail("setresuid") || ::setresuid(uid, uid, uid) != 0) return drop_failed("setresuid");
+    if (fault::fail("setresuid") || (!fault::fail("skip_setresuid") && ::setresuid(uid, uid, uid) != 0))
+        return drop_failed("setresuid");
     // 6. Effective/permitted/inheritable caps: setresuid already cleared them
     //    (no KEEPCAPS), clear them explicitly so a securebits surprise cannot keep them.
     capng_clear(CAPNG_SELECT_BOTH);
     if (fault::fail("capng") || capng_apply(CAPNG_SELECT_CAPS) != 0) return drop_failed("clearing capabilities");
     // 7. no_new_privs: setuid/setgid binaries and file caps inside the jail
     //    grant nothing (a setuid-root binary on a ro-bound /usr stays harmless).
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return drop_failed("no_new_privs");
+    if (!fault::fail("skip_no_new_privs") && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return drop_failed("no_new_privs");
     return verify_dropped(uid, gid, groups);
 }
 

@@ -1,0 +1,81 @@
+"""Each privileged step made to fail on purpose (the fault-injection build
+reads CLIHOST_JAIL_FAULT, honoured only when the real uid is 0): the helper
+fails closed with the documented exit code and message, runs nothing, writes
+an audit line, and leaves no jail or PAM session behind."""
+import os
+import shutil
+
+import pytest
+
+from conftest import new_session
+
+FAULTS_BIN = os.environ.get("CLIHOST_JAIL_FAULTS_BIN",
+                            os.path.join(os.path.dirname(os.environ.get("CLIHOST_JAIL_BUILD_BIN", "")),
+                                         "tests", "clihost-jail-faults"))
+
+
+@pytest.fixture(scope="module")
+def faults_bin(host):
+    assert os.path.exists(FAULTS_BIN), FAULTS_BIN
+    path = os.path.join(host.prefix, "clihost-jail-faults")
+    shutil.copy(FAULTS_BIN, path)
+    os.chmod(path, 0o755)
+    return path
+
+
+def inject(host, faults_bin, tenant, fault, config=None):
+    s = new_session()
+    marker = os.path.join(host.home(tenant), f"ctj-ran-{s}")
+    argv = [faults_bin, "run", "--user", tenant, "--session", s, "--", "/bin/sh", "-c", f"touch {marker}; echo RAN"]
+    env = {"PATH": "/usr/bin:/bin", "CLIHOST_JAIL_FAULT": fault}
+    r = host.run_root(argv, env=env, config=config)
+    assert "RAN" not in r.stdout and not os.path.exists(marker), (fault, r.stdout)
+    assert r.stderr.startswith("clihost-jail: "), (fault, r.stderr)
+    assert host.wait_gone(tenant)
+    lines = host.audit_lines(f"session={s}")
+    assert any("decision=fail" in l or "decision=deny" in l for l in lines), (fault, lines)
+    return r, lines
+
+
+@pytest.mark.parametrize("fault,code,message", [
+    ("pam_start", 3, "PAM start failed"),
+    ("pam_acct", 1, "account check"),
+    ("pam_open", 1, "open_session"),
+    ("setgroups", 4, "privilege drop failed at setgroups"),
+    ("setresgid", 4, "privilege drop failed at setresgid"),
+    ("setresuid", 4, "privilege drop failed at setresuid"),
+    ("capng", 4, "privilege drop failed at clearing the bounding set"),
+    ("fork", 4, "fork failed"),
+    ("exec", 3, "cannot execute /usr/bin/bwrap"),
+    ("probe", 3, "user namespaces are unavailable"),
+    ("probe_fork", 3, "user namespaces are unavailable"),
+])
+def test_failing_step_fails_closed(host, faults_bin, alice, fault, code, message):
+    r, _ = inject(host, faults_bin, alice, fault)
+    assert r.returncode == code, (fault, r.returncode, r.stderr)
+    assert message in r.stderr, (fault, r.stderr)
+
+
+@pytest.mark.parametrize("fault,message", [
+    ("skip_setresuid", "privilege drop not verified: uids"),
+    ("skip_no_new_privs", "privilege drop not verified: no_new_privs not set"),
+])
+def test_a_drop_that_silently_did_nothing_is_caught_by_verification(host, faults_bin, alice, fault, message):
+    r, _ = inject(host, faults_bin, alice, fault)
+    assert r.returncode == 4
+    assert message in r.stderr
+
+
+@pytest.mark.parametrize("fault", ["setresuid", "fork", "exec"])
+def test_pam_session_is_closed_after_a_failure_past_open(host, faults_bin, alice, fault):
+    before = sum(1 for l in open("/var/log/auth.log", errors="replace")
+                 if f"session closed for user {alice}" in l)
+    inject(host, faults_bin, alice, fault)
+    after = host.audit_lines(f"session closed for user {alice}", want=before + 1)
+    assert len(after) == before + 1
+
+
+def test_fault_variable_is_ignored_by_the_shipped_build(host, alice):
+    s = new_session()
+    r = host.run_root(host.jail(alice, "echo RAN", session=s), env={"PATH": "/usr/bin:/bin", "CLIHOST_JAIL_FAULT": "exec"})
+    assert r.returncode == 0 and "RAN" in r.stdout
