@@ -4,6 +4,7 @@ service, a root-owned test config, and readers for the audit log.
 
 Every name the suites create starts with "ctj"; everything is removed after.
 """
+import fcntl
 import grp
 import os
 import pwd
@@ -203,12 +204,16 @@ def host():
     if os.geteuid() != 0:
         pytest.fail("integration tests must run as root")
     assert os.path.exists(BUILD_BIN), f"build the helper first: {BUILD_BIN}"
-    h = Host()
-    h.create()
-    try:
-        yield h
-    finally:
-        h.destroy()
+    # One suite at a time on a machine: they share the test users, the PAM
+    # service and the compiled-in test config path.
+    with open("/run/ctj-integration.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        h = Host()
+        h.create()
+        try:
+            yield h
+        finally:
+            h.destroy()
 
 
 @pytest.fixture
