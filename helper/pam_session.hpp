@@ -33,7 +33,6 @@ private:
     pam_handle_t* handle_;
     bool cred_established_{false};
     bool session_open_{false};
-    int last_{PAM_SUCCESS};
 };
 
 }  // namespace clihost
