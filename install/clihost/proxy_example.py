@@ -61,7 +61,8 @@ def terminal_argv(helper, user, session, ttyd=TTYD, port=7681, interface="127.0.
         # Only the proxy should reach ttyd: it authenticates the tenant first.
         "--interface", interface,
         # One client, then ttyd exits (SIGHUP to the helper, which ends the
-        # jail and closes the PAM session); the tmux session survives.
+        # jail and closes the PAM session). The tmux server lives in the jail
+        # of the session's first terminal: it ends when that terminal ends.
         "--once",
         # ttyd >= 1.7 is read-only unless told otherwise.
         "--writable",

@@ -1,9 +1,11 @@
 """Who may invoke the helper: root, sudo from the proxy user, the setuid
 binary by an allowed caller; everyone else is refused and audit-logged."""
 import os
+import re
 import stat
+import subprocess
 
-from conftest import INTRUDER, OUTSIDER, PROXY, new_session
+from conftest import INTRUDER, OUTSIDER, PROXY, REPO, new_session
 
 
 def test_installed_binary_is_setuid_root_and_only_group_executable(host):
@@ -58,18 +60,30 @@ def test_sandbox_flag_survives_sudo_to_the_caller(host, alice):
     assert r.stdout.strip() == "true"
 
 
-def test_proxy_user_through_real_sudo_is_sudo_mode(host, alice):
+def test_proxy_user_through_the_shipped_sudoers_dropin(host, alice):
+    # install/sudoers.d/clihost-jail, with the test's proxy user and helper path.
+    shipped = open(os.path.join(REPO, "install", "sudoers.d", "clihost-jail")).read()
+    text = shipped.replace("/usr/libexec/clihost-jail/clihost-jail", host.bin)
+    text = re.sub(r"^clihost(\s)", PROXY + r"\1", text, flags=re.M)
+    assert PROXY in text and host.bin in text
     dropin = "/etc/sudoers.d/ctj-test"
     with open(dropin, "w") as f:
-        f.write(f"{PROXY} ALL=(root) NOPASSWD: {host.bin}\n")
+        f.write(text)
     os.chmod(dropin, 0o440)
     try:
+        assert subprocess.run(["visudo", "-cf", dropin], capture_output=True).returncode == 0
         s = new_session()
-        r = host.run_as(PROXY, ["sudo", "-n", *host.jail(alice, "id -un; echo $TTYD_SANDBOX", session=s)])
+        caller_env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "TTYD_PASSWORD": "hunter2"}
+        r = host.run_as(PROXY, ["sudo", "-n", *host.jail(alice, "id -un; echo $TTYD_SANDBOX; env", session=s)],
+                        env=caller_env)
         assert r.returncode == 0, r.stderr
-        assert r.stdout.split() == [alice, "true"]
+        assert r.stdout.split()[:2] == [alice, "true"]
+        assert "hunter2" not in r.stdout
         lines = host.audit_lines(f"session={s}")
         assert any("via=sudo" in l and f"caller={PROXY}" in l for l in lines), lines
+        # the drop-in allows run, kill and check only
+        p = host.run_as(PROXY, ["sudo", "-n", host.bin, "print", "--user", alice, "--session", "x"])
+        assert p.returncode != 0 and "clihost-jail plan" not in p.stdout
     finally:
         os.unlink(dropin)
 
