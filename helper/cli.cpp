@@ -15,7 +15,7 @@ namespace {
 // CVE-2021-3156 lived in argument handling): 64 KiB and 256 words is far
 // beyond any terminal command a proxy sends.
 constexpr std::size_t kMaxArgs = 256;
-constexpr std::size_t kMaxArgBytes = 64 * 1024;
+constexpr std::size_t kMaxArgBytes = std::size_t{64} * 1024;
 
 Error usage(const std::string& msg) { return fail(Exit::usage, msg + " (try --help)"); }
 

@@ -112,9 +112,9 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
     for (const auto& e : plan.value().env) out += " " + shell_quote(e);
     for (const auto& a : plan.value().argv) out += " " + shell_quote(a);
     out += "\n";
-    std::fputs(out.c_str(), stdout);
+    const bool written = std::fputs(out.c_str(), stdout) >= 0;
     log::audit("allow", "plan printed");
-    return std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
+    return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
 }
 
 int do_launch(const Prepared& p, const CommandLine& cl, const StartState& start) {
@@ -160,6 +160,7 @@ std::string dropped_output(uid_t uid, gid_t gid, const std::vector<std::string>&
         if (::dup2(fds[1], 1) != 1) ::_exit(127);
         if (::geteuid() == 0 && !drop_privileges(uid, gid, {gid})) ::_exit(127);
         std::vector<char*> a;
+        a.reserve(argv.size() + 1);
         for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
         a.push_back(nullptr);
         char* no_env[] = {nullptr};
@@ -190,7 +191,7 @@ bool trial_jail(const Prepared& p) {
     if (pid < 0) return false;
     if (pid == 0) {
         const Error e = exec_jail(plan.value(), *p.tenant, false);
-        std::fprintf(stderr, "clihost-jail: trial: %s\n", e.message.c_str());
+        (void)std::fprintf(stderr, "clihost-jail: trial: %s\n", e.message.c_str());
         ::_exit(static_cast<int>(e.code));
     }
     int status = 0;
@@ -244,8 +245,9 @@ int do_check(const Prepared& p, const StartState& start) {
             problem("proc", "no fresh procfs and host /proc lacks hidepid=invisible");
     }
     line("result", can_start ? "a jail can start" : "a jail cannot start");
-    std::fputs(r.c_str(), stdout);
-    std::fflush(stdout);
+    // The exit status is the answer; the report is for a human.
+    (void)std::fputs(r.c_str(), stdout);
+    (void)std::fflush(stdout);
     log::audit(can_start ? "allow" : "fail", can_start ? "check passed" : "check found problems");
     return can_start ? 0 : static_cast<int>(Exit::host);
 }
@@ -261,7 +263,7 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
         return 0;
     }
     if (cl.verb == Verb::help) {
-        std::fputs(usage_text().data(), stdout);
+        (void)std::fputs(usage_text().data(), stdout);
         return 0;
     }
     auto& ctx = log::context();

@@ -21,7 +21,7 @@ Result<LoadedPolicy> load_policy(const std::string& path, bool explicit_path) {
         if (n < 0) return fail(Exit::host, "cannot read config " + path);
         if (n == 0) break;
         text.append(buf, static_cast<std::size_t>(n));
-        if (text.size() > 64 * 1024) return fail(Exit::host, "config " + path + " is too large");
+        if (text.size() > std::size_t{64} * 1024) return fail(Exit::host, "config " + path + " is too large");
     }
     auto policy = parse_config(text);
     if (!policy) return fail(Exit::host, path + ": " + policy.error().message);

@@ -22,9 +22,9 @@ int main(int argc, char** argv, char** envp) {
         for (int i = 0; i < argc && argv != nullptr && argv[i] != nullptr; ++i) args.emplace_back(argv[i]);
         return clihost::dispatch(start.value(), args);
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "clihost-jail: internal error: %s\n", e.what());
+        (void)std::fprintf(stderr, "clihost-jail: internal error: %s\n", e.what());
     } catch (...) {
-        std::fprintf(stderr, "clihost-jail: internal error\n");
+        (void)std::fprintf(stderr, "clihost-jail: internal error\n");
     }
     return static_cast<int>(clihost::Exit::internal);
 }

@@ -18,7 +18,7 @@ int quiet_conversation(int n, const pam_message** msgs, pam_response** resp, voi
     for (int i = 0; i < n; ++i) {
         const int style = msgs[i]->msg_style;
         if (style == PAM_ERROR_MSG || style == PAM_TEXT_INFO) {
-            if (msgs[i]->msg != nullptr) std::fprintf(stderr, "clihost-jail: pam: %s\n", msgs[i]->msg);
+            if (msgs[i]->msg != nullptr) (void)std::fprintf(stderr, "clihost-jail: pam: %s\n", msgs[i]->msg);
             continue;
         }
         return PAM_CONV_ERR;
