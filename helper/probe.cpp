@@ -85,13 +85,14 @@ bool mountinfo_proc_hidepid(std::string_view mountinfo) {
         const auto f = fields(mountinfo.substr(pos, nl - pos));
         pos = nl + 1;
         // id parent major:minor root mountpoint options [optional...] - fstype source superopts
-        if (f.size() < 10 || f[4] != "/proc") continue;
-        std::size_t dash = 6;
-        while (dash < f.size() && f[dash] != "-") ++dash;
-        if (dash + 3 > f.size()) continue;
+        if (f.size() < 5 || f[4] != "/proc") continue;
         seen = true;  // later lines are mounted on top of earlier ones
         hidden = false;
-        if (f[dash + 1] != "proc") continue;
+        std::size_t dash = 6;
+        while (dash < f.size() && f[dash] != "-") ++dash;
+        // Fewer fields than fstype, source, superopts (an empty source prints
+        // as nothing): unreadable, so this mount counts as not hiding (fail closed).
+        if (dash + 3 >= f.size() || f[dash + 1] != "proc") continue;
         const std::string_view opts = f[dash + 3];
         std::size_t o = 0;
         while (o <= opts.size()) {
