@@ -66,8 +66,13 @@ Result<std::vector<std::string>> parse_paths(std::string_view v) {
     if (paths.size() > kMaxListItems) return fail(Exit::host, "too many paths");
     for (const auto& p : paths) {
         if (!is_clean_absolute_path(p)) return fail(Exit::host, "not a clean absolute path '" + p + "'");
-        // Binding "/" would put every other tenant's home and /root inside.
+        // Binding "/" would put every other tenant's home and /root inside;
+        // /proc and /dev are the jail's own (--proc, --dev) and must not be
+        // replaced by the host's or hidden under a tmpfs.
         if (p == "/") return fail(Exit::host, "'/' may not be bound or hidden");
+        for (std::string_view own : {"/proc", "/dev"})
+            if (p == own || (p.size() > own.size() && p.compare(0, own.size(), own) == 0 && p[own.size()] == '/'))
+                return fail(Exit::host, "'" + p + "' belongs to the jail itself");
     }
     return paths;
 }

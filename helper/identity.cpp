@@ -101,7 +101,7 @@ Caller identify_caller(const Credentials& creds, const AccountDb& db) {
 Status authorize_caller(const Policy& policy, const Caller& caller, const AccountDb& db) {
     if (caller.invocation == Invocation::root || caller.invocation == Invocation::sudo) return ok_status();
     // A user whose uid has no passwd entry ("#1234") can never match a name.
-    if (caller.name.front() != '#' &&
+    if (!caller.name.empty() && caller.name.front() != '#' &&
         std::find(policy.caller_users.begin(), policy.caller_users.end(), caller.name) != policy.caller_users.end())
         return ok_status();
     for (const auto& g : policy.caller_groups) {

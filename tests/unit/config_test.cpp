@@ -99,6 +99,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"DotDotBwrap", "[jail]\nbwrap = /usr/../tmp/bwrap\n"},
         BadConfig{"RootBind", "[jail]\nro_bind = /\n"},
         BadConfig{"RelativeBind", "[jail]\nro_bind = usr\n"},
+        BadConfig{"ProcBind", "[jail]\nro_bind = /usr /proc\n"},
+        BadConfig{"UnderProcBind", "[jail]\nro_bind = /proc/sys\n"},
+        BadConfig{"DevBind", "[jail]\nro_bind = /dev\n"},
+        BadConfig{"ProcTmpfs", "[jail]\ntmpfs = /proc\n"},
         BadConfig{"BadBool", "[jail]\nallow_caller_command = yes\n"},
         BadConfig{"MinUidZero", "[tenants]\nmin_uid = 0\n"},
         BadConfig{"MinAboveMax", "[tenants]\nmin_uid = 7000\nmax_uid = 6000\n"},
@@ -112,6 +116,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"BadUserName", "[callers]\nusers = -rf\n"},
         BadConfig{"ServiceWithSlash", "[pam]\nservice = ../shadow\n"}),
     [](const auto& tp) { return std::string(tp.param.name); });
+
+TEST(Config, PathsThatOnlyStartLikeProcAreFine) {
+    auto p = parse_config("[jail]\nro_bind = /usr /processes /devices\n");
+    ASSERT_TRUE(p.ok()) << p.error().message;
+}
 
 TEST(Config, NulByteInsideALineIsRefused) {
     const std::string text("[jail]\nproc = private\0inherit\n", 31);

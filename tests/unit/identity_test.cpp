@@ -87,6 +87,15 @@ TEST(Caller, OthersAreRefusedWithExit1) {
     EXPECT_FALSE(authorize_caller(Policy{}, identify_caller(creds(4242, 0, 4242), db), db).ok());
 }
 
+TEST(Caller, EmptyAccountNameNeverMatches) {
+    clihost::testing::FakeAccountDb db;
+    db.add_user({"", 4243, 4243, "/x", "/bin/sh"});
+    Policy p;
+    p.caller_users = {""};
+    p.caller_groups.clear();
+    EXPECT_FALSE(authorize_caller(p, identify_caller(creds(4243, 0, 4243), db), db).ok());
+}
+
 TEST(Tenant, ValidTenantGetsItsGroupsSorted) {
     auto db = typical_host();
     auto t = validate_tenant(Policy{}, "alice", db, well_kept(db));

@@ -29,6 +29,14 @@ TEST(Probe, TopmostProcMountDecides) {
     EXPECT_TRUE(mountinfo_proc_hidepid(plain_then_hidden));
 }
 
+TEST(Probe, UnreadableTopmostProcLineCountsAsNotHiding) {
+    // An empty mount source prints as nothing: one field short. Found by
+    // fuzz_mountinfo (an out-of-bounds read before the fix).
+    EXPECT_FALSE(mountinfo_proc_hidepid(
+        "22 26 0:21 / /proc rw shared:12 - proc proc rw,hidepid=invisible\n"
+        "88 22 0:51 / /proc rw shared:40 - proc  rw\n"));
+}
+
 TEST(Probe, OtherMountPointsAndFsTypesDoNotCount) {
     EXPECT_FALSE(mountinfo_proc_hidepid("30 1 0:30 / /proc2 rw - proc proc rw,hidepid=invisible\n"));
     EXPECT_FALSE(mountinfo_proc_hidepid("30 1 0:30 / /proc rw - tmpfs tmpfs rw,hidepid=invisible\n"));
