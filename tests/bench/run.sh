@@ -1,0 +1,487 @@
+#!/usr/bin/env bash
+# tests/bench/run.sh: launch-cost, concurrency, memory and teardown benchmark of
+# clihost-jail against bare bwrap and today's `runuser -u T -- bwrap` chain.
+#
+#   sudo tests/bench/run.sh [--quick] [--keep-logs] [--profile]
+#
+#   --quick      CI smoke: fewer runs, N=50 across 5 tenants (well under a minute)
+#   --keep-logs  keep the work directory (hyperfine JSON, scans) under /run
+#   --profile    afterwards, where the helper's own time goes: callgrind
+#                (installs valgrind) of C and D, and startup-only timings
+#
+# Runs as root on a Debian 12 host. CLIHOST_JAIL_BIN=/path/to/clihost-jail uses
+# an existing build; otherwise the helper is built into a temporary directory.
+# Missing tools (hyperfine, python3, bubblewrap, ...) are installed with apt-get.
+# Everything created (tenants, their homes and groups, configs under /run, the
+# PAM service file if it was absent, the temp build) is removed on exit. An
+# installed PAM service file that differs from the repo's is left alone: the run
+# happens in a private mount namespace with the repo's file bind-mounted over it.
+#
+# Exit status: 0 when every measurement ran, even if a performance target was
+# missed (this is a measurement, not a timed test); 1 when something failed to
+# run, a concurrent launch failed, or anything of a jail was left behind.
+#
+# Variants, all running `true` as the tenant in the jail, same bwrap argv
+# (taken from `clihost-jail print`, so the jail is identical):
+#   A0 bwrap exec'd by a process already running as the tenant (hyperfine run
+#      as the tenant): the absolute floor, printed for information.
+#   A  setpriv --reuid --regid --init-groups -- bwrap ...: the cheapest honest
+#      root -> tenant -> bwrap chain (no PAM); the baseline for C.
+#   B  runuser -u T -- bwrap ...: today's chain (PAM session via pam.d/runuser).
+#   C  clihost-jail run ... -- true, [pam] session = false (exec's bwrap).
+#   D  clihost-jail run ... -- true, [pam] session = true (fork, wait, PAM).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+QUICK=0
+KEEP_LOGS=0
+PROFILE=0
+for arg in "$@"; do
+    case "$arg" in
+        --quick) QUICK=1 ;;
+        --keep-logs) KEEP_LOGS=1 ;;
+        --profile) PROFILE=1 ;;
+        -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+        *) echo "run.sh: unknown argument $arg" >&2; exit 2 ;;
+    esac
+done
+
+if ((QUICK)); then
+    ROUNDS=2 RUNS=10 WARMUP=3          # latency: rounds x runs per variant, variants interleaved per round
+    CONC_N=50 CONC_TENANTS=5           # concurrency
+    MEM_SESSIONS=3                     # idle sessions for memory + teardown
+else
+    ROUNDS=10 RUNS=20 WARMUP=3
+    CONC_N=200 CONC_TENANTS=20
+    MEM_SESSIONS=10
+fi
+CONC_SLEEP=2
+
+log() { printf '[bench] %s\n' "$*" >&2; }
+die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
+
+[[ $(id -u) -eq 0 ]] || die "must run as root (it creates users and runs the helper as real uid 0)"
+
+# An installed /etc/pam.d/clihost-jail that differs from the repo's is never
+# overwritten (other users of this host may rely on it): the whole run moves
+# into a private mount namespace where the repo's file is bind-mounted over it.
+PAM_FILE=/etc/pam.d/clihost-jail
+if [[ -z ${CLIHOST_BENCH_PRIVATE_NS:-} && -e $PAM_FILE ]] && ! cmp -s "$PAM_FILE" "$REPO/pam/clihost-jail"; then
+    command -v unshare >/dev/null || die "unshare (util-linux) is needed"
+    CLIHOST_BENCH_PRIVATE_NS=1 exec unshare --mount --propagation private -- "$BASH" "$0" "$@"
+fi
+
+# ------------------------------------------------------------------ cleanup
+WORK=""
+BUILD_DIR=""
+TENANTS=()
+TENANT_UIDS=()
+CREATED_GROUP=""
+PAM_ACTION=""   # "" untouched, "installed" (remove on exit), "bind-mounted" (private namespace)
+cleanup() {
+    local rc=$?
+    set +e
+    trap - EXIT INT TERM
+    # Kill what is still running as our tenants (only our own, freshly
+    # created uids), by pid.
+    if ((${#TENANT_UIDS[@]})); then
+        local pid uid u
+        for pid in /proc/[0-9]*; do
+            pid=${pid#/proc/}
+            uid=$(awk '/^Uid:/{print $2; exit}' "/proc/$pid/status" 2>/dev/null) || continue
+            for u in "${TENANT_UIDS[@]}"; do
+                [[ $uid == "$u" ]] && kill -KILL "$pid" 2>/dev/null
+            done
+        done
+        sleep 0.2
+    fi
+    local t
+    for t in "${TENANTS[@]}"; do
+        userdel "$t" >/dev/null 2>&1 || log "cleanup: userdel $t failed"
+        getent group "$t" >/dev/null && groupdel "$t" >/dev/null 2>&1
+        [[ -d /home/$t ]] && rm -rf --one-file-system "/home/$t"
+        rm -f "/var/mail/$t"
+    done
+    [[ -n $CREATED_GROUP ]] && groupdel "$CREATED_GROUP" >/dev/null 2>&1
+    case "$PAM_ACTION" in
+        installed) rm -f "$PAM_FILE" ;;
+        bind-mounted) umount "$PAM_FILE" ;;
+    esac
+    if [[ -n $WORK && -d $WORK ]]; then
+        if ((KEEP_LOGS)); then log "logs kept in $WORK"; else rm -rf --one-file-system "$WORK"; fi
+    fi
+    [[ -n $BUILD_DIR && -d $BUILD_DIR ]] && rm -rf "$BUILD_DIR"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ------------------------------------------------------------- dependencies
+APT_UPDATED=0
+apt_install() {
+    log "installing $*"
+    if ((!APT_UPDATED)); then apt-get update -qq >/dev/null; APT_UPDATED=1; fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null ||
+        die "apt-get install $* failed"
+}
+need() {  # need COMMAND PACKAGE
+    command -v "$1" >/dev/null 2>&1 && return 0
+    apt_install "$2"
+    command -v "$1" >/dev/null 2>&1 || die "$2 installed but $1 still missing"
+}
+need_pkg() { dpkg -s "$1" >/dev/null 2>&1 || apt_install "$1"; }
+need hyperfine hyperfine
+need /usr/bin/python3 python3
+need /usr/bin/bwrap bubblewrap
+need setpriv util-linux
+need runuser util-linux
+need useradd passwd
+PY=/usr/bin/python3
+JB="$HERE/jailbench.py"
+
+BIN=${CLIHOST_JAIL_BIN:-}
+if [[ -z $BIN ]]; then
+    need cmake cmake
+    need g++ g++
+    need pkg-config pkg-config
+    for dev in libspdlog-dev libfmt-dev libcap-ng-dev libpam0g-dev; do need_pkg "$dev"; done
+    BUILD_DIR=$(mktemp -d /tmp/clihost-bench-build.XXXXXX)
+    log "building the helper into $BUILD_DIR"
+    cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_TESTS=OFF >"$BUILD_DIR/cmake.log" 2>&1 ||
+        { tail -20 "$BUILD_DIR/cmake.log" >&2; die "cmake configure failed"; }
+    cmake --build "$BUILD_DIR" -j"$(nproc)" >>"$BUILD_DIR/cmake.log" 2>&1 ||
+        { tail -20 "$BUILD_DIR/cmake.log" >&2; die "build failed"; }
+    BIN=$BUILD_DIR/clihost-jail
+fi
+[[ -x $BIN ]] || die "helper $BIN is not executable"
+BIN=$(readlink -f "$BIN")
+
+# ----------------------------------------------------------------- fixtures
+# Configs must sit in root-owned, non-group/world-writable directories all
+# the way up, so not under /tmp.
+WORK=$(mktemp -d /run/clihost-bench.XXXXXX)
+chmod 0755 "$WORK"
+mkdir -m 0755 "$WORK/results"
+printf '[jail]\nallow_caller_command = true\n[pam]\nsession = false\n' >"$WORK/nopam.conf"
+printf '[jail]\nallow_caller_command = true\n[pam]\nsession = true\n' >"$WORK/pam.conf"
+chmod 0644 "$WORK"/*.conf
+
+if [[ ! -e $PAM_FILE ]]; then
+    install -m 0644 "$REPO/pam/clihost-jail" "$PAM_FILE"; PAM_ACTION=installed
+elif ! cmp -s "$PAM_FILE" "$REPO/pam/clihost-jail"; then
+    [[ -n ${CLIHOST_BENCH_PRIVATE_NS:-} ]] || die "internal: $PAM_FILE differs but no private mount namespace"
+    log "$PAM_FILE differs from the repo's: using the repo's, bind-mounted in this run's private mount namespace"
+    install -m 0644 "$REPO/pam/clihost-jail" "$WORK/pam.clihost-jail"   # a snapshot: the repo may change meanwhile
+    mount --bind "$WORK/pam.clihost-jail" "$PAM_FILE"; PAM_ACTION=bind-mounted
+fi
+
+TENANT_GROUP=clihost-tenants
+if ! getent group "$TENANT_GROUP" >/dev/null; then
+    groupadd "$TENANT_GROUP"; CREATED_GROUP=$TENANT_GROUP
+fi
+
+# Unique names so a concurrent run (or an existing alice/bob) is never touched.
+PREFIX="cjb$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+NTENANTS=$CONC_TENANTS
+log "creating $NTENANTS tenants ${PREFIX}01..$(printf '%02d' "$NTENANTS")"
+for i in $(seq 1 "$NTENANTS"); do
+    t=$(printf '%s%02d' "$PREFIX" "$i")
+    # Never adopt (and later delete) an account or home that is not ours.
+    ! getent passwd "$t" >/dev/null && [[ ! -e /home/$t ]] || die "$t or /home/$t already exists"
+    # useradd fails rather than waits when another process holds the passwd
+    # lock (concurrent test runs): retry a little.
+    for try in 1 2 3 4 5 6 7 8 9 10; do
+        if useradd --no-create-home --home-dir "/home/$t" --shell /bin/sh --groups "$TENANT_GROUP" \
+            --key UID_MIN=20000 --key UID_MAX=59999 "$t" 2>"$WORK/useradd.err"; then
+            TENANTS+=("$t")
+            break
+        fi
+        getent passwd "$t" >/dev/null && { TENANTS+=("$t"); die "useradd $t failed half-way"; }
+        ((try < 10)) || { cat "$WORK/useradd.err" >&2; die "useradd $t failed"; }
+        sleep 0.3
+    done
+    install -d -m 0750 -o "$t" -g "$t" "/home/$t"
+    TENANT_UIDS+=("$(id -u "$t")")
+done
+T1=${TENANTS[0]}
+UIDS_CSV=$(IFS=,; echo "${TENANT_UIDS[*]}")
+NAMES_CSV=$(IFS=,; echo "${TENANTS[*]}")
+
+run_helper() {  # run_helper CONFIG ARGS...: the helper exactly as the bench runs it
+    local conf=$1; shift
+    (cd "$WORK" && env -i PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$conf" "$BIN" "$@")
+}
+
+log "helper: $BIN ($("$BIN" --version))"
+run_helper "$WORK/nopam.conf" check --user "$T1" >"$WORK/check.txt" 2>&1 ||
+    { cat "$WORK/check.txt" >&2; die "clihost-jail check says no jail can start here"; }
+run_helper "$WORK/pam.conf" run --user "$T1" --session smoke -- true ||
+    die "a PAM-session launch of 'true' failed"
+
+# ----------------------------------------------------------- host limits
+need_procs=$((CONC_N * 4 + 200))
+nproc_lim=$(ulimit -u)
+pid_max=$(cat /proc/sys/kernel/pid_max)
+threads_max=$(cat /proc/sys/kernel/threads-max)
+userns_max=$(cat /proc/sys/user/max_user_namespaces)
+cg_pids=max
+for f in /sys/fs/cgroup/pids.max "/sys/fs/cgroup$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)/pids.max"; do
+    [[ -r $f ]] && { cg_pids=$(cat "$f"); break; }
+done
+log "limits: RLIMIT_NPROC(root)=$nproc_lim pid_max=$pid_max threads-max=$threads_max" \
+    "max_user_namespaces=$userns_max cgroup pids.max=$cg_pids; N=$CONC_N needs ~$need_procs pids" \
+    "and $CONC_N user namespaces ($((CONC_N / CONC_TENANTS)) jails x 3 processes per tenant uid)"
+for lim in "$pid_max" "$threads_max" "$cg_pids"; do
+    [[ $lim == max || $lim == unlimited || $lim -ge $need_procs ]] ||
+        die "a pid limit ($lim) is below the ~$need_procs the concurrency test needs"
+done
+((userns_max >= CONC_N)) || die "user.max_user_namespaces=$userns_max < $CONC_N"
+
+# --------------------------------------------------------- 1. launch latency
+cat /proc/loadavg >"$WORK/loadavg-start.txt"
+read -r load1 _ </proc/loadavg
+if awk -v l="$load1" -v n="$(nproc)" 'BEGIN{exit !(l > n / 4)}'; then
+    log "WARNING: load average $load1 on $(nproc) CPUs: other work is running, timings will be noisy" \
+        "(compare p10 and CPU time, which suffer less)"
+fi
+log "1. latency: ${ROUNDS} round(s) x ${RUNS} runs per variant (+${WARMUP} warm-up)"
+plan=$(run_helper "$WORK/nopam.conf" print --user "$T1" --session bench -- true | tail -n 1)
+eval "set -- $plan"
+[[ $1 == env && $2 == -i ]] || die "unexpected print output: $plan"
+shift 2
+PLAN_ENV=()
+while [[ $# -gt 0 && $1 == *=* && $1 != /* ]]; do PLAN_ENV+=("$1"); shift; done
+BWRAP_ARGV=("$@")
+[[ ${BWRAP_ARGV[0]} == /* && ${BWRAP_ARGV[-1]} == true ]] || die "cannot find the bwrap argv in: $plan"
+
+# The plan may hand bwrap descriptors (--seccomp FD: a BPF program the helper
+# writes). To run A/B with the very same flags, capture what the helper really
+# passes: a stand-in "bwrap" (root-owned, in $WORK) run by the helper as the
+# tenant copies its argv and the program on that fd into the tenant's home.
+SECCOMP_FD=""
+for ((i = 1; i < ${#BWRAP_ARGV[@]}; i++)); do
+    case "${BWRAP_ARGV[i]}" in
+        --) break ;;
+        --seccomp|--add-seccomp-fd)
+            [[ -z $SECCOMP_FD ]] || die "more than one seccomp fd in the plan: extend the bench"
+            SECCOMP_FD=${BWRAP_ARGV[i + 1]} ;;
+        --file|--bind-data|--ro-bind-data|--userns|--userns2|--pidns|--info-fd|--json-status-fd|--block-fd|\
+        --userns-block-fd|--sync-fd)
+            die "the plan passes bwrap a descriptor with ${BWRAP_ARGV[i]}: the bench cannot replay that yet" ;;
+    esac
+done
+cat >"$WORK/bwrap-standin" <<'STANDIN'
+#!/bin/bash
+# Stand-in for bwrap (bench only): record what the helper would exec bwrap with.
+printf '%s\n' "$@" >"$HOME/.clihost-bench-argv"
+if [ -n "$CLIHOST_BENCH_FD" ]; then eval "cat <&$CLIHOST_BENCH_FD" >"$HOME/.clihost-bench-fd"; fi
+STANDIN
+# The fd number is written into the stand-in (its environment is the plan's).
+sed -i "s/\$CLIHOST_BENCH_FD/${SECCOMP_FD}/g" "$WORK/bwrap-standin"
+chmod 0755 "$WORK/bwrap-standin"
+printf '[jail]\nbwrap = %s\nallow_caller_command = true\n[pam]\nsession = false\n' "$WORK/bwrap-standin" >"$WORK/standin.conf"
+chmod 0644 "$WORK/standin.conf"
+rm -f "/home/$T1/.clihost-bench-argv" "/home/$T1/.clihost-bench-fd"
+run_helper "$WORK/standin.conf" run --user "$T1" --session bench -- true || die "the stand-in bwrap run failed"
+mapfile -t RUN_ARGV <"/home/$T1/.clihost-bench-argv"
+[[ "${RUN_ARGV[*]}" == "${BWRAP_ARGV[*]:1}" ]] ||
+    die "print and run disagree on bwrap's arguments: print: ${BWRAP_ARGV[*]:1} / run: ${RUN_ARGV[*]}"
+FD_REDIR=()
+if [[ -n $SECCOMP_FD ]]; then
+    install -m 0644 "/home/$T1/.clihost-bench-fd" "$WORK/seccomp.bpf"
+    [[ -s $WORK/seccomp.bpf ]] || die "the helper passed an empty seccomp program on fd $SECCOMP_FD"
+    log "the plan passes a seccomp program on fd $SECCOMP_FD ($(stat -c %s "$WORK/seccomp.bpf") bytes): A0/A/B get the same one"
+fi
+rm -f "/home/$T1/.clihost-bench-argv" "/home/$T1/.clihost-bench-fd"
+
+# hyperfine -N splits its command with POSIX shell-words rules: single-quote.
+sq() {
+    local w
+    for w in "$@"; do
+        if [[ $w =~ ^[A-Za-z0-9@%+=:,./_-]+$ ]]; then printf '%s ' "$w"
+        else printf "'%s' " "${w//\'/\'\\\'\'}"; fi
+    done
+}
+BW=$(sq "${BWRAP_ARGV[@]}")
+T1_UID=$(id -u "$T1"); T1_GID=$(id -g "$T1")
+CMD_A="/usr/bin/setpriv --reuid=$T1_UID --regid=$T1_GID --init-groups -- $BW"
+CMD_B="/usr/sbin/runuser -u $T1 -- $BW"
+CMD_C="$BIN run --user $T1 --session bench -- true"
+CMD_D="$CMD_C"
+# Every variant runs at nice -10 (inherited by the whole chain) so that other
+# work on the host disturbs the comparison less; all variants alike.
+NICE=(nice -n -10)
+HF=("${NICE[@]}" hyperfine -N --style none --warmup "$WARMUP" --runs "$RUNS")
+HFLOG=$WORK/hyperfine.log
+# A0/A/B get the seccomp program on the plan's fd number, opened once for all
+# runs of a hyperfine call; bwrap reads it to EOF, so --prepare (not timed)
+# rewinds the shared offset before every run.
+OPEN_FD=":"
+HF_FD=()
+if [[ -n $SECCOMP_FD ]]; then
+    OPEN_FD="exec $SECCOMP_FD<$WORK/seccomp.bpf"
+    HF_FD=(--prepare "/usr/bin/perl -e 'open(my \$f, q{<&=}, $SECCOMP_FD) or die qq{fd: \$!}; sysseek(\$f, 0, 0) or die qq{seek: \$!}'")
+    [[ -x /usr/bin/perl ]] || die "perl (perl-base) is needed to rewind the seccomp fd between runs"
+fi
+declare -A FILES=()
+diagnose() {  # diagnose DIR PREFIX... :: CMDSTRING: why did a variant fail? (hyperfine hides stderr)
+    local dir=$1; shift
+    local pre=()
+    while [[ $1 != :: ]]; do pre+=("$1"); shift; done
+    shift
+    local cmd=$1 i out
+    eval "set -- $cmd"
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        if ! out=$(cd "$dir" && "${pre[@]}" "$@" 2>&1); then
+            log "re-run $i of the failed command failed too: ${out:-<no output>}"
+            return
+        fi
+    done
+    log "10 direct re-runs of the failed command succeeded: the failure was transient (other activity on the host?)"
+}
+bench() {  # bench VARIANT ROUND FD|NOFD ENV... -- COMMAND: one hyperfine run of one variant
+    local v=$1 r=$2 withfd=$3; shift 3
+    local envs=() open=":" extra=()
+    [[ $withfd == FD ]] && { open=$OPEN_FD; extra=("${HF_FD[@]}"); }
+    while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+    shift
+    echo "== $v round $r: $*" >>"$HFLOG"
+    if ! (cd "$WORK" && eval "$open" && env -i "${envs[@]}" "${HF[@]}" "${extra[@]}" \
+        --export-json "$WORK/results/$v-$r.json" "$@") >>"$HFLOG" 2>&1; then
+        tail -3 "$HFLOG" >&2
+        (eval "$open" && diagnose "$WORK" env -i "${envs[@]}" :: "$1")
+        die "variant $v failed to run"
+    fi
+    FILES[$v]+="${FILES[$v]:+,}$WORK/results/$v-$r.json"
+}
+for r in $(seq 1 "$ROUNDS"); do
+    # A0: hyperfine itself runs as the tenant, with the plan's environment, and
+    # writes its JSON into the tenant's home.
+    a0=/home/$T1/.bench-a0-$r.json
+    echo "== A0 round $r" >>"$HFLOG"
+    (cd "/home/$T1" && eval "$OPEN_FD" && "${NICE[@]}" setpriv --reuid="$T1_UID" --regid="$T1_GID" --init-groups -- \
+        env -i "${PLAN_ENV[@]}" /usr/bin/hyperfine -N --style none --warmup "$WARMUP" --runs "$RUNS" "${HF_FD[@]}" \
+        --export-json "$a0" "$BW") >>"$HFLOG" 2>&1 || {
+        tail -3 "$HFLOG" >&2
+        (eval "$OPEN_FD" && diagnose "/home/$T1" setpriv --reuid="$T1_UID" --regid="$T1_GID" --init-groups -- \
+            env -i "${PLAN_ENV[@]}" :: "$BW")
+        die "variant A0 failed to run"
+    }
+    mv "$a0" "$WORK/results/A0-$r.json"
+    FILES[A0]+="${FILES[A0]:+,}$WORK/results/A0-$r.json"
+    bench A "$r" FD "${PLAN_ENV[@]}" -- "$CMD_A"
+    bench B "$r" FD "${PLAN_ENV[@]}" -- "$CMD_B"
+    bench C "$r" NOFD PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/nopam.conf" -- "$CMD_C"
+    bench D "$r" NOFD PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/pam.conf" -- "$CMD_D"
+done
+LAT=$("$PY" "$JB" stats "A0=${FILES[A0]}" "A=${FILES[A]}" "B=${FILES[B]}" "C=${FILES[C]}" "D=${FILES[D]}")
+echo "$LAT" >"$WORK/latency.json"
+
+# ---------------------------------------------------------- 2. concurrency
+log "2. concurrency: $CONC_N launches at once across $CONC_TENANTS tenants, sleep $CONC_SLEEP each, PAM on"
+scan() { "$PY" "$JB" scan --bin "$BIN" --uids "$UIDS_CSV" --names "$NAMES_CSV" "$@"; }
+scan >"$WORK/scan-before.json"
+"$PY" "$JB" concurrent --n "$CONC_N" --sleep "$CONC_SLEEP" --bin "$BIN" --config "$WORK/pam.conf" \
+    --tenants "$NAMES_CSV" --workdir "$WORK" >"$WORK/concurrent.json" || die "the concurrency run did not complete"
+# Every helper has exited by now; give the host's init up to 10 s to reap
+# re-parented zombies before calling anything a leftover.
+scan --settle 10 >"$WORK/scan-after-concurrency.json"
+
+logind_check() {
+    if [[ -d /run/systemd/system ]] && command -v loginctl >/dev/null && loginctl list-sessions >/dev/null 2>&1; then
+        local n=0 t c
+        for t in "${TENANTS[@]}"; do
+            c=$(loginctl list-sessions --no-legend 2>/dev/null | awk -v u="$t" '$3==u' | wc -l)
+            n=$((n + c))
+        done
+        echo "$n"
+    else
+        echo "unavailable"
+    fi
+}
+logind_check >"$WORK/logind-after-concurrency.txt"
+
+# ------------------------------------------------ 3+4. memory and teardown
+log "3/4. memory and teardown: $MEM_SESSIONS idle PAM sessions (sleep in the jail), then SIGTERM each"
+"$PY" "$JB" sessions --m "$MEM_SESSIONS" --bin "$BIN" --config "$WORK/pam.conf" \
+    --tenants "$NAMES_CSV" --workdir "$WORK" >"$WORK/sessions.json" || die "the memory/teardown run did not complete"
+scan --settle 10 >"$WORK/scan-final.json"
+logind_check >"$WORK/logind-final.txt"
+
+# ------------------------------------------------------------------ report
+echo "$LAT" >"$WORK/latency.json"
+cat /proc/loadavg >"$WORK/loadavg-end.txt"
+rc=0
+"$PY" "$JB" report --workdir "$WORK" --quick "$QUICK" || rc=$?
+
+# ---------------------------------------------------------------- profile
+# Instruction counts (callgrind, user space only) of the helper's own work up
+# to the exec of bwrap (C) / in the waiting parent (D), by the buckets that
+# matter for start-up, plus wall-clock cost of start-up alone (--version).
+cg_summary() {  # cg_summary LABEL FILE
+    local label=$1 f=$2 total
+    total=$(awk '/^totals:/{print $2}' "$f")
+    printf '  %s: %s instructions (user space) in the helper process\n' "$label" "$total"
+    callgrind_annotate --inclusive=yes --threshold=100 "$f" 2>/dev/null | awk -v total="$total" '
+        function show(key, name) {
+            if (seen[key]++) return
+            printf "    %-56s %9d Ir %5.1f%%\n", name, n, 100 * n / total
+        }
+        { n = $1; gsub(",", "", n); n += 0 }
+        /elf\/rtld.c:_dl_start /                     { show("start", "dynamic linking at start-up (ld.so, -z now)") }
+        /elf\/dl-open.c:_dl_open /                   { show("dlopen", "dlopen (NSS and PAM modules)") }
+        /:main \[/                                   { show("main", "main()") }
+        /clihost::log::init\(\)/                     { show("loginit", "  clihost::log::init (spdlog)") }
+        /clihost::validate_tenant\(/                 { show("tenant", "  validate_tenant (NSS lookups, home checks)") }
+        /initgroups.c:getgrouplist /                 { show("ggl", "    getgrouplist") }
+        /clihost::probe_host\(/                      { show("probe", "  probe_host (parent side; the trial is a fork)") }
+        /clihost::PamSession::open\(/                { show("pamopen", "  PamSession::open (pam_start .. pam_open_session)") }
+        /clihost::run_supervised\(/                  { show("sup", "  run_supervised (fork, wait, PAM close)") }
+        /clihost::exec_jail\(/                       { show("exec", "  exec_jail (drop, verify, exec)") }
+        /clihost::log::audit\(/                      { show("audit", "  clihost::log::audit (all audit lines)") }
+    '
+}
+if ((PROFILE)); then
+    need valgrind valgrind
+    need callgrind_annotate valgrind
+    log "profile: callgrind of C and D, and start-up cost"
+    echo
+    echo "profile (callgrind, inclusive instruction counts):"
+    # Forked children (the namespace trial) drop to the tenant before they
+    # exit and write their own profile, so the output directory must take
+    # files from the tenant too; it lives in $WORK.
+    CG=$WORK/callgrind
+    install -d -m 1777 "$CG"
+    for v in C D; do
+        conf=$WORK/nopam.conf; [[ $v == D ]] && conf=$WORK/pam.conf
+        # --dump-before=execve: C's helper process becomes bwrap, so its
+        # profile is written just before that exec (as $v.PID.1).
+        (cd "$WORK" && env -i PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$conf" valgrind --tool=callgrind \
+            --dump-before=execve --callgrind-out-file="$CG/$v.%p" "$BIN" run --user "$T1" --session prof -- true) \
+            >"$CG/$v.log" 2>&1 || { tail -5 "$CG/$v.log" >&2; die "callgrind of $v failed"; }
+        # The helper process has the lowest pid (forked children inherit its
+        # counters up to the fork and write their own files; the trial's
+        # child in its new pid namespace calls itself pid 1).
+        pid=$(ls "$CG" | sed -n "s/^$v\.\([0-9]*\)\(\.1\)\{0,1\}\$/\1/p" | awk '$1 > 1' | sort -n | head -1)
+        if [[ $v == C ]]; then f=$CG/$v.$pid.1; else f=$CG/$v.$pid; fi
+        [[ -s $f ]] || die "no callgrind profile of the helper process ($f)"
+        cg_summary "$v" "$f"
+    done
+    echo
+    echo "start-up alone (exec, dynamic linking, static init, sanitize, log::init; no lookups):"
+    (cd "$WORK" && env -i "${NICE[@]}" hyperfine -N --style none --warmup 5 --runs 200 --export-json "$WORK/startup.json" \
+        "$BIN --version" "/usr/bin/setpriv --version" "/usr/bin/bwrap --version" >>"$HFLOG" 2>&1) ||
+        die "start-up timing failed"
+    "$PY" - "$WORK/startup.json" <<'PYEOF'
+import json, statistics, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    t = sorted(r["times"])
+    print(f"  {r['command']:<40} median {statistics.median(t) * 1e3:5.2f} ms  p10 {t[len(t) // 10] * 1e3:5.2f} ms"
+          f"  cpu {(r['user'] + r['system']) * 1e3:5.2f} ms")
+PYEOF
+    for lib in $(ldd "$BIN" | awk '$3 ~ /^\// {print $3}'); do printf '%s ' "$(basename "$lib")"; done |
+        sed 's/^/  shared libraries: /'; echo
+fi
+exit "$rc"
