@@ -99,6 +99,13 @@ Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_soc
     const sigset_t set = forwarded_and_child();
     sigset_t old;
     if (::sigprocmask(SIG_BLOCK, &set, &old) != 0) return fail(Exit::internal, "sigprocmask failed");
+    // Subreaper: bwrap's pid 1 outlives the outer bwrap by a moment; as our
+    // orphan we reap it, so the PAM session is closed only once every process
+    // of the jail is gone (not while pid 1 is still exiting under init).
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+        (void)pam.close();
+        return fail(Exit::internal, "cannot become the jail's subreaper");
+    }
     const pid_t child = fault::fail("fork") ? -1 : ::fork();
     if (child < 0) {
         const std::string why = std::strerror(errno);
@@ -114,30 +121,37 @@ Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_soc
     int status = 0;
     bool reaped = false;
     while (true) {
+        // Reap whatever has exited: our child, or a descendant re-parented to us.
+        bool children_left = true;
+        while (true) {
+            int st = 0;
+            const pid_t r = ::waitpid(-1, &st, WNOHANG);
+            if (r == child) {
+                status = st;
+                reaped = true;
+            } else if (r > 0 || (r < 0 && errno == EINTR)) {
+                continue;
+            } else {
+                children_left = !(r < 0 && errno == ECHILD);
+                break;
+            }
+        }
+        if (!children_left) break;
         siginfo_t info{};
         const int sig = ::sigwaitinfo(&set, &info);
         if (sig < 0) {
             if (errno == EINTR) continue;
-            break;  // cannot happen with a valid set; fall through to a blocking wait
-        }
-        if (sig == SIGCHLD) {
-            const pid_t r = ::waitpid(child, &status, WNOHANG);
-            if (r == child) {
-                reaped = true;
-                break;
-            }
-            continue;
+            // Cannot happen with a valid set; wait blocking instead of spinning.
+            while (::waitpid(-1, &status, 0) > 0 || errno == EINTR) {}
+            break;
         }
         // TERM/HUP/INT/QUIT (including our own parent-death SIGHUP): pass it
         // on; bwrap dies, and --die-with-parent takes the whole jail with it.
-        ::kill(child, sig);
-    }
-    while (!reaped) {
-        const pid_t r = ::waitpid(child, &status, 0);
-        reaped = r == child || errno != EINTR;
+        if (sig != SIGCHLD && !reaped) ::kill(child, sig);
     }
     const auto closed = pam.close();
     if (!closed) log::refuse("fail", closed.error().message);
+    if (!reaped) return static_cast<int>(Exit::internal);
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return static_cast<int>(Exit::internal);

@@ -112,3 +112,12 @@ def test_session_false_execs_bwrap_directly_and_dies_with_the_caller(host, alice
 def test_exit_status_of_the_jailed_command_is_returned(host, alice):
     r = host.run_as(PROXY, host.jail(alice, "exit 7"))
     assert r.returncode == 7
+
+
+def test_no_process_of_the_jail_outlives_the_helper(host, alice):
+    # The waiting parent is the jail's subreaper: when it returns (and closes
+    # the PAM session) bwrap's pid 1 has been reaped too, not left to init.
+    for _ in range(5):
+        r = host.run_as(PROXY, host.jail(alice, "true"))
+        assert r.returncode == 0, r.stderr
+        assert host.processes_of(alice) == []
