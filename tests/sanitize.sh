@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# tests/sanitize.sh: the unit suite and the root integration suites against an
+# ASan+UBSan build (-DCLIHOST_JAIL_SANITIZE=ON). Any sanitizer report aborts
+# the process (-fno-sanitize-recover=all), which fails the test that ran it.
+#   SANITIZE_BUILD_DIR=...   build directory (default /tmp/clihost-jail-asan-build)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${SANITIZE_BUILD_DIR:-/tmp/clihost-jail-asan-build}
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCLIHOST_JAIL_SANITIZE=ON \
+  -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-test/jail.conf >/dev/null
+cmake --build "$build" -j"$(nproc)" --target unit_tests clihost-jail clihost-jail-faults >/dev/null
+export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+"$build/tests/unit_tests" --gtest_brief=1
+cd "$top/tests/integration"
+CLIHOST_JAIL_BUILD_BIN="$build/clihost-jail" CLIHOST_JAIL_FAULTS_BIN="$build/tests/clihost-jail-faults" \
+  CLIHOST_JAIL_TEST_CONFIG=/etc/clihost-jail-test/jail.conf \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider test_*.py
