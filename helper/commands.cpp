@@ -104,6 +104,7 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
     if (!plan) return refuse(plan.error());
     std::string out = "# clihost-jail plan: tenant " + p.tenant->account.name + ", session " + *cl.session +
                       ", /proc " + plan.value().proc_source +
+                      (plan.value().trial_in_child ? " (a fresh procfs, proven before exec)" : "") +
                       (p.loaded.policy.pam_session ? ", PAM session " + p.loaded.policy.pam_service +
                                                          " (its pam_env variables are added at launch)"
                                                    : ", no PAM session") + "\n";
@@ -277,7 +278,11 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
     Prepared& p = prepared.value();
     const uid_t probe_uid = p.tenant ? p.tenant->account.uid : kNobody;
     const gid_t probe_gid = p.tenant ? p.tenant->account.gid : kNobody;
-    p.probe = probe_host(p.loaded.policy.ro_bind, probe_uid, probe_gid);
+    // proc = private needs no host trial to plan a run/kill/print: the jail
+    // child runs it right before exec (exit 3 if it fails). check always
+    // runs it here, and the other modes need its answer to plan.
+    const bool run_trial = cl.verb == Verb::check || p.loaded.policy.proc != ProcMode::private_only;
+    p.probe = probe_host(p.loaded.policy.ro_bind, probe_uid, probe_gid, run_trial);
 
     switch (cl.verb) {
         case Verb::print: return do_print(p, cl, start);

@@ -15,6 +15,7 @@
 #include "fault.hpp"
 #include "log.hpp"
 #include "privdrop.hpp"
+#include "probe.hpp"
 #include "seccomp_filter.hpp"
 #include "unique_fd.hpp"
 
@@ -75,6 +76,15 @@ Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir) {
     const pid_t parent = ::getppid();
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent)
         return fail(Exit::internal, "cannot tie the jail to its parent");
+    // The deferred host probe, now as the tenant: refuse before bwrap if a
+    // fresh procfs cannot be mounted here (proc = private never falls back).
+    if (plan.trial_in_child) {
+        const auto trial = trial_namespaces(t.uid, t.gid);
+        if (!trial.user_namespaces)
+            return fail(Exit::host, "user namespaces are unavailable: " + trial.detail);
+        if (!trial.fresh_proc)
+            return fail(Exit::host, "cannot mount a private /proc here (" + trial.detail + "); refusing (proc = private)");
+    }
     if (make_socket_dir)
         if (auto st = prepare_socket_dir(t); !st) return st.error();
     // Descriptors opened since start-up (syslog, PAM modules, NSS) must not

@@ -115,7 +115,10 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     // tenant"; only an operator may enable that.
     if (!request.command.empty() && !policy.allow_caller_command)
         return fail(Exit::refused, "a command was given but allow_caller_command is false");
-    if (!probe.user_namespaces)
+    // Only proc = private may defer the trial: its argv does not depend on it.
+    if (probe.trial_deferred && policy.proc != ProcMode::private_only)
+        return fail(Exit::internal, "the namespace trial was deferred for a mode that needs it");
+    if (!probe.trial_deferred && !probe.user_namespaces)
         return fail(Exit::host, "user namespaces are unavailable: " + probe.trial_detail);
 
     Plan plan;
@@ -127,7 +130,8 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     bool private_proc = false;
     switch (policy.proc) {
         case ProcMode::private_only:
-            if (!probe.fresh_proc)
+            plan.trial_in_child = probe.trial_deferred;
+            if (!probe.trial_deferred && !probe.fresh_proc)
                 return fail(Exit::host, "cannot mount a private /proc here (" + probe.trial_detail +
                                             "); refusing (proc = private)");
             private_proc = true;

@@ -33,6 +33,9 @@ struct Plan {
     std::string socket_dir;             // $HOME/.cache/tmux, made by the tenant
     std::string proc_source;            // "private" or "host" (for the audit log)
     std::vector<std::string> warnings;  // each is audit-logged at launch
+    // proc = private with the host trial deferred: the jail child must prove,
+    // right before exec, that a fresh procfs can be mounted, or refuse (exit 3).
+    bool trial_in_child{false};
 };
 
 // The caller's values of the extra_env names, captured before clearenv().

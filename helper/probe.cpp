@@ -7,6 +7,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,26 +52,44 @@ std::string read_small_file(const char* path) {
 enum TrialCode { kTrialOk = 0, kTrialDropFailed = 10, kTrialNoUserns = 11, kTrialForkFailed = 12,
                  kTrialNoProc = 13, kTrialPrivateFailed = 14 };
 
-[[noreturn]] void trial_child(uid_t uid, gid_t gid) {
-    if (::geteuid() == 0) {
-        // Drop fully before touching namespaces: the trial must not succeed
-        // only because it ran as root.
-        if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 || ::setresuid(uid, uid, uid) != 0)
-            ::_exit(kTrialDropFailed);
-    }
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(kTrialDropFailed);
-    if (fault::fail("probe") || ::unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) != 0) ::_exit(kTrialNoUserns);
-    const pid_t pid = ::fork();  // the first child in the new pid namespace is its pid 1
-    if (pid < 0) ::_exit(kTrialForkFailed);
+// New user+mount+pid namespaces in one clone (the child is pid 1 there),
+// which then mounts a fresh procfs. Returns a TrialCode.
+int trial_clone() {
+    const long pid = fault::fail("probe") ? -1
+                                          : ::syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD,
+                                                      nullptr, nullptr, nullptr, nullptr);
+    if (pid < 0) return kTrialNoUserns;
     if (pid == 0) {
         if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(kTrialPrivateFailed);
         if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) ::_exit(kTrialNoProc);
         ::_exit(kTrialOk);
     }
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) ::_exit(kTrialForkFailed);
-    ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : kTrialForkFailed);
+    while (::waitpid(static_cast<pid_t>(pid), &status, 0) < 0)
+        if (errno != EINTR) return kTrialForkFailed;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : kTrialForkFailed;
+}
+
+[[noreturn]] void dropped_trial_child(uid_t uid, gid_t gid) {
+    // Drop fully before touching namespaces: the trial must not succeed
+    // only because it ran as root.
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 || ::setresuid(uid, uid, uid) != 0)
+        ::_exit(kTrialDropFailed);
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(kTrialDropFailed);
+    ::_exit(trial_clone());
+}
+
+TrialResult describe(int code) {
+    TrialResult r;
+    switch (code) {
+        case kTrialOk: r.user_namespaces = r.fresh_proc = true; break;
+        case kTrialNoProc: r.user_namespaces = true; r.detail = "a fresh procfs cannot be mounted"; break;
+        case kTrialPrivateFailed: r.user_namespaces = true; r.detail = "mount propagation cannot be made private"; break;
+        case kTrialNoUserns: r.detail = "unprivileged user namespaces are not available"; break;
+        case kTrialDropFailed: r.detail = "the trial could not drop privileges"; break;
+        default: r.detail = "the namespace trial failed"; break;
+    }
+    return r;
 }
 
 }  // namespace
@@ -132,38 +151,27 @@ std::vector<HostPath> inspect_host_paths(const std::vector<std::string>& paths) 
 }
 
 TrialResult trial_namespaces(uid_t uid, gid_t gid) {
-    TrialResult r;
+    // Already unprivileged (the jail child after its drop): clone directly.
+    if (::geteuid() != 0) return describe(trial_clone());
     const pid_t pid = fault::fail("probe_fork") ? -1 : ::fork();
-    if (pid < 0) {
-        r.detail = std::string("fork failed: ") + std::strerror(errno);
-        return r;
-    }
-    if (pid == 0) trial_child(uid, gid);
+    if (pid < 0) return describe(kTrialForkFailed);
+    if (pid == 0) dropped_trial_child(uid, gid);
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            r.detail = "waitpid failed";
-            return r;
-        }
-    }
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    switch (code) {
-        case kTrialOk: r.user_namespaces = r.fresh_proc = true; break;
-        case kTrialNoProc: r.user_namespaces = true; r.detail = "a fresh procfs cannot be mounted"; break;
-        case kTrialPrivateFailed: r.user_namespaces = true; r.detail = "mount propagation cannot be made private"; break;
-        case kTrialNoUserns: r.detail = "unprivileged user namespaces are not available"; break;
-        case kTrialDropFailed: r.detail = "the trial could not drop privileges"; break;
-        default: r.detail = "the namespace trial failed"; break;
-    }
-    return r;
+    while (::waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return describe(kTrialForkFailed);
+    return describe(WIFEXITED(status) ? WEXITSTATUS(status) : kTrialForkFailed);
 }
 
-HostProbe probe_host(const std::vector<std::string>& ro_bind, uid_t uid, gid_t gid) {
+HostProbe probe_host(const std::vector<std::string>& ro_bind, uid_t uid, gid_t gid, bool run_trial) {
     HostProbe p;
-    const auto trial = trial_namespaces(uid, gid);
-    p.user_namespaces = trial.user_namespaces;
-    p.fresh_proc = trial.fresh_proc;
-    p.trial_detail = trial.detail;
+    if (run_trial) {
+        const auto trial = trial_namespaces(uid, gid);
+        p.user_namespaces = trial.user_namespaces;
+        p.fresh_proc = trial.fresh_proc;
+        p.trial_detail = trial.detail;
+    } else {
+        p.trial_deferred = true;
+    }
     p.host_proc_hidepid = mountinfo_proc_hidepid(read_small_file("/proc/self/mountinfo"));
     p.paths = inspect_host_paths(ro_bind);
     return p;

@@ -22,6 +22,10 @@ struct HostProbe {
     bool fresh_proc{false};         // a new procfs mounted in new user+pid+mount namespaces
     bool host_proc_hidepid{false};  // the host /proc is mounted hidepid=invisible (or 2)
     std::string trial_detail;       // why the trial failed, for messages
+    // The trial was left to the jail child (proc = private, run/kill): the
+    // plan does not depend on it there, and the child is already forked and
+    // unprivileged, so this saves a fork, a drop and two waits per launch.
+    bool trial_deferred{false};
     std::vector<HostPath> paths;    // ro_bind entries as found on the host
 };
 
@@ -37,12 +41,14 @@ struct TrialResult {
     std::string detail;
 };
 
-// Forks a child that drops to uid/gid (when running as root), sets
-// no_new_privs, unshares user+pid+mount namespaces and, as pid 1 of the new
-// pid namespace, mounts a fresh procfs: exactly what bwrap --proc will need.
+// A child in new user+pid+mount namespaces (created as uid/gid: when running
+// as root, a forked child drops to them first and sets no_new_privs) mounts a
+// fresh procfs as pid 1 of the new pid namespace: exactly what bwrap --proc
+// will need.
 TrialResult trial_namespaces(uid_t uid, gid_t gid);
 
-// All of the above for one launch.
-HostProbe probe_host(const std::vector<std::string>& ro_bind, uid_t uid, gid_t gid);
+// All of the above for one launch; with run_trial false the trial is left to
+// the jail child (HostProbe::trial_deferred).
+HostProbe probe_host(const std::vector<std::string>& ro_bind, uid_t uid, gid_t gid, bool run_trial);
 
 }  // namespace clihost

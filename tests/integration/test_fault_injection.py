@@ -48,10 +48,19 @@ def inject(host, faults_bin, tenant, fault, config=None):
     ("fork", 4, "fork failed"),
     ("exec", 3, "cannot execute /usr/bin/bwrap"),
     ("probe", 3, "user namespaces are unavailable"),
-    ("probe_fork", 3, "user namespaces are unavailable"),
 ])
 def test_failing_step_fails_closed(host, faults_bin, alice, fault, code, message):
     r, _ = inject(host, faults_bin, alice, fault)
+    assert r.returncode == code, (fault, r.returncode, r.stderr)
+    assert message in r.stderr, (fault, r.stderr)
+
+
+@pytest.mark.parametrize("fault", ["probe", "probe_fork"])
+def test_failing_host_trial_fails_closed_before_pam(host, faults_bin, alice, fault):
+    # private-or-hidepid needs the trial's answer to plan, so it runs first.
+    conf = host.config_variant({"jail": "proc = private-or-hidepid"})
+    r, lines = inject(host, faults_bin, alice, fault, config=conf)
+    code, message = 3, "user namespaces are unavailable"
     assert r.returncode == code, (fault, r.returncode, r.stderr)
     assert message in r.stderr, (fault, r.stderr)
 

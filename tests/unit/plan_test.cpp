@@ -55,6 +55,29 @@ TEST(Plan, PrivateProcArgvIsExact) {
     EXPECT_TRUE(p.value().warnings.empty());
 }
 
+TEST(Plan, PrivateProcWithADeferredTrialIsProvenInTheChild) {
+    HostProbe probe = full_probe();
+    probe.user_namespaces = probe.fresh_proc = false;
+    probe.trial_deferred = true;
+    auto p = plan_with(Policy{}, probe);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_TRUE(p.value().trial_in_child);
+    EXPECT_EQ(p.value().argv, expected_argv({"--proc", "/proc"}));
+    EXPECT_FALSE(plan_with(Policy{}, full_probe()).value().trial_in_child);
+}
+
+TEST(Plan, OnlyPrivateModeMayDeferTheTrial) {
+    HostProbe probe = full_probe();
+    probe.trial_deferred = true;
+    for (ProcMode mode : {ProcMode::private_or_hidepid, ProcMode::inherit}) {
+        Policy pol;
+        pol.proc = mode;
+        auto p = plan_with(pol, probe);
+        ASSERT_FALSE(p.ok());
+        EXPECT_EQ(p.error().code, Exit::internal);
+    }
+}
+
 TEST(Plan, PrivateProcIsRefusedWhenTheProbeCannotMountIt) {
     auto probe = full_probe();
     probe.fresh_proc = false;
