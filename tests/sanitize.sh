@@ -13,6 +13,14 @@ export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 "$build/tests/unit_tests" --gtest_brief=1
 cd "$top/tests/integration"
-CLIHOST_JAIL_BUILD_BIN="$build/clihost-jail" CLIHOST_JAIL_FAULTS_BIN="$build/tests/clihost-jail-faults" \
-  CLIHOST_JAIL_TEST_CONFIG=/etc/clihost-jail-test/jail.conf \
-  /usr/bin/python3 -m pytest -q -p no:cacheprovider test_*.py
+export CLIHOST_JAIL_BUILD_BIN="$build/clihost-jail" CLIHOST_JAIL_FAULTS_BIN="$build/tests/clihost-jail-faults"
+export CLIHOST_JAIL_TEST_CONFIG=/etc/clihost-jail-test/jail.conf
+# One pytest run per suite, with fresh test users each, as ctest runs them.
+failed=()
+for suite in test_*.py; do
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider "$suite" || failed+=("$suite")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "sanitize: failed under ASan/UBSan: ${failed[*]}" >&2
+  exit 1
+fi
