@@ -15,7 +15,9 @@
 namespace clihost {
 
 // The fd number the plan names in "--seccomp N"; exec_jail puts it there.
-inline constexpr int kSeccompFd = 10;
+// The lowest after stdio, so that a caller's low RLIMIT_NOFILE cannot make
+// the number itself invalid.
+inline constexpr int kSeccompFd = 3;
 
 // Classic BPF over struct seccomp_data: ioctl(fd, TIOCSTI|TIOCLINUX, ...)
 // fails with EPERM on the native ABI and (x86_64) the i386 compat ABI;
