@@ -13,15 +13,7 @@ top=$(pwd)
 
 deps=(build-essential cmake pkg-config libpam0g-dev libcap-ng-dev libspdlog-dev libfmt-dev
       bubblewrap tmux libpam-modules procps)
-missing=()
-for p in "${deps[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "== installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+"$top/install/ensure-packages.sh" "${deps[@]}"
 
 echo "== groups and demo tenants"
 getent group clihost >/dev/null || groupadd --system clihost

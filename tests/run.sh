@@ -17,15 +17,7 @@ fi
 packages=(build-essential cmake pkg-config libpam0g-dev libcap-ng-dev libspdlog-dev libfmt-dev
           libgtest-dev libgmock-dev bubblewrap tmux sudo rsyslog python3 python3-pytest procps
           util-linux libpam-modules libpam-runtime passwd login)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "tests/run.sh: installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+"$top/install/ensure-packages.sh" "${packages[@]}"
 
 # Audit lines go to syslog (authpriv); the tests read them from auth.log.
 if ! pgrep -x rsyslogd >/dev/null; then

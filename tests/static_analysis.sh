@@ -13,15 +13,7 @@ build=${TIDY_BUILD_DIR:-/tmp/clihost-jail-tidy-build}
 jobs=$(nproc)
 
 packages=(clang clang-tidy cppcheck cmake ninja-build pkg-config libpam0g-dev libcap-ng-dev libspdlog-dev libfmt-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "static analysis: installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+"$top/install/ensure-packages.sh" "${packages[@]}"
 tidy=$(command -v clang-tidy-14 || command -v clang-tidy)
 
 # Configure only (the generated version.hpp is made at configure time), with

@@ -25,15 +25,7 @@ read -r -a harnesses <<<"${FUZZ_HARNESSES:-fuzz_config fuzz_cli fuzz_plan fuzz_m
 # clang and its runtimes (libFuzzer, ASan, UBSan) live in libclang-rt-14-dev on Debian 12.
 packages=(clang libclang-rt-14-dev cmake ninja-build pkg-config libpam0g-dev libcap-ng-dev libspdlog-dev
           libfmt-dev libgtest-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "fuzz: installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+"$top/install/ensure-packages.sh" "${packages[@]}"
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S "$top" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
