@@ -78,6 +78,14 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
         const int c = getopt_long(static_cast<int>(argv.size() - 1), argv.data(), "+", kLong, nullptr);
         if (c == -1) break;
         if (c == 'u' || c == 's') {
+            // getopt_long accepts unambiguous abbreviations ("--use"); the
+            // contract names exactly --user and --session, so insist on them.
+            const std::string_view full = c == 'u' ? "--user" : "--session";
+            const std::string_view last(argv[optind - 1]);
+            const bool joined = last.size() > full.size() && last.compare(0, full.size() + 1, std::string(full) + "=") == 0;
+            const std::string_view token = joined || optind < 2 ? last : std::string_view(argv[optind - 2]);
+            if (token != full && !(token.size() > full.size() && token.substr(0, full.size() + 1) == std::string(full) + "="))
+                return usage("unknown or abbreviated option");
             auto& slot = c == 'u' ? cl.user : cl.session;
             if (slot) return usage(std::string("--") + (c == 'u' ? "user" : "session") + " given twice");
             slot = std::string(optarg);

@@ -132,9 +132,10 @@ int do_launch(const Prepared& p, const CommandLine& cl, const StartState& start)
         if (!plan) return refuse(plan.error());
         for (const auto& w : plan.value().warnings) log::audit("warn", w);
         log::audit("allow", "exec bwrap, /proc " + plan.value().proc_source + ", no PAM session");
-        return refuse(exec_jail(plan.value(), *p.tenant, default_tmux));
+        return refuse(exec_jail(plan.value(), *p.tenant, default_tmux, start.parent));
     }
     if (auto st = check_pam_service(policy); !st) return refuse(st.error());
+    if (auto st = block_relayed_signals(); !st) return refuse(st.error());
     auto pam = PamSession::open(policy.pam_service, p.tenant->account.name, p.caller.name, tty_of_stdin());
     if (!pam) return refuse(pam.error());
     auto plan = build_plan(policy, *p.tenant, req, p.probe, start.caller_env, pam.value()->environment());
@@ -188,10 +189,11 @@ bool trial_jail(const Prepared& p) {
     policy.allow_caller_command = true;  // our own fixed command, not the caller's
     auto plan = build_plan(policy, *p.tenant, req, p.probe, {}, {});
     if (!plan) return false;
+    const pid_t self = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) return false;
     if (pid == 0) {
-        const Error e = exec_jail(plan.value(), *p.tenant, false);
+        const Error e = exec_jail(plan.value(), *p.tenant, false, self);
         (void)std::fprintf(stderr, "clihost-jail: trial: %s\n", e.message.c_str());
         ::_exit(static_cast<int>(e.code));
     }

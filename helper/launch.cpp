@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "fault.hpp"
@@ -47,6 +48,26 @@ Result<UniqueFd> open_own_dir(int parent, const char* name, const std::string& s
     return fd;
 }
 
+// Everything still our child once bwrap itself is gone is a remnant of the
+// jail re-parented to us (we are its subreaper): bwrap's sandbox pid 1 whose
+// --die-with-parent was not armed yet (bwrap killed during its setup), or
+// one blocked forever after bwrap failed mid-setup. SIGKILL reaches a pid
+// namespace's init from outside, and the kernel then kills its namespace.
+void kill_remaining_children() {
+    const std::string path = "/proc/self/task/" + std::to_string(::getpid()) + "/children";
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return;
+    char buf[4096];
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+    if (n <= 0) return;
+    buf[n] = '\0';
+    char* save = nullptr;
+    for (char* tok = ::strtok_r(buf, " \n", &save); tok != nullptr; tok = ::strtok_r(nullptr, " \n", &save)) {
+        const long pid = std::strtol(tok, nullptr, 10);
+        if (pid > 1) ::kill(static_cast<pid_t>(pid), SIGKILL);
+    }
+}
+
 sigset_t forwarded_and_child() {
     sigset_t set;
     sigemptyset(&set);
@@ -56,6 +77,12 @@ sigset_t forwarded_and_child() {
 }
 
 }  // namespace
+
+Status block_relayed_signals() {
+    const sigset_t set = forwarded_and_child();
+    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
+    return ok_status();
+}
 
 Status prepare_socket_dir(const Account& tenant) {
     UniqueFd home(::open(tenant.home.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -67,14 +94,15 @@ Status prepare_socket_dir(const Account& tenant) {
     return ok_status();
 }
 
-Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir) {
+Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pid_t expected_parent) {
     const Account& t = tenant.account;
     if (auto st = drop_privileges(t.uid, t.gid, tenant.groups); !st) return st.error();
     // The drop cleared the parent-death signal (it is reset on credential
     // changes); set it again so this child dies with the waiting parent until
     // bwrap's --die-with-parent takes over.
-    const pid_t parent = ::getppid();
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent)
+    // expected_parent was read before the fork: had the parent died before
+    // this point, getppid() would already name init (or a subreaper).
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != expected_parent)
         return fail(Exit::internal, "cannot tie the jail to its parent");
     // The deferred host probe, now as the tenant: refuse before bwrap if a
     // fresh procfs cannot be mounted here (proc = private never falls back).
@@ -97,6 +125,8 @@ Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir) {
     if (!program) return program.error();
     if (::dup2(program.value().get(), kSeccompFd) != kSeccompFd || ::fcntl(kSeccompFd, F_SETFD, 0) != 0)
         return fail(Exit::internal, "cannot place the seccomp program");
+    // sanitize_process ignored SIGXFSZ for the helper; the jail gets the default.
+    if (::signal(SIGXFSZ, SIG_DFL) == SIG_ERR) return fail(Exit::internal, "cannot reset SIGXFSZ");
     auto argv = c_strings(plan.argv);
     auto envp = c_strings(plan.env);
     if (!fault::fail("exec")) ::execve(plan.bwrap.c_str(), argv.data(), envp.data());
@@ -105,10 +135,9 @@ Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir) {
 
 Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_socket_dir, PamSession& pam) {
     // Block the relayed signals before forking so none is lost between fork
-    // and the wait loop; the child restores the mask before exec.
+    // and the wait loop (block_relayed_signals did so already before PAM).
     const sigset_t set = forwarded_and_child();
-    sigset_t old;
-    if (::sigprocmask(SIG_BLOCK, &set, &old) != 0) return fail(Exit::internal, "sigprocmask failed");
+    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
     // Subreaper: bwrap's pid 1 outlives the outer bwrap by a moment; as our
     // orphan we reap it, so the PAM session is closed only once every process
     // of the jail is gone (not while pid 1 is still exiting under init).
@@ -116,6 +145,7 @@ Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_soc
         (void)pam.close();
         return fail(Exit::internal, "cannot become the jail's subreaper");
     }
+    const pid_t self = ::getpid();
     const pid_t child = fault::fail("fork") ? -1 : ::fork();
     if (child < 0) {
         const std::string why = std::strerror(errno);
@@ -123,8 +153,12 @@ Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_soc
         return fail(Exit::internal, "fork failed: " + why);
     }
     if (child == 0) {
-        if (::sigprocmask(SIG_SETMASK, &old, nullptr) != 0) ::_exit(static_cast<int>(Exit::internal));
-        const Error e = exec_jail(plan, tenant, make_socket_dir);
+        // The jail starts with nothing blocked (sanitize_process cleared the
+        // caller's mask; only we blocked the relayed signals since).
+        sigset_t none;
+        sigemptyset(&none);
+        if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) ::_exit(static_cast<int>(Exit::internal));
+        const Error e = exec_jail(plan, tenant, make_socket_dir, self);
         log::refuse("fail", e.message);
         ::_exit(static_cast<int>(e.code));
     }
@@ -147,6 +181,7 @@ Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_soc
             }
         }
         if (!children_left) break;
+        if (reaped) kill_remaining_children();
         siginfo_t info{};
         const int sig = ::sigwaitinfo(&set, &info);
         if (sig < 0) {

@@ -3,6 +3,8 @@
 // PAM session and returns the jailed command's status.
 #pragma once
 
+#include <sys/types.h>
+
 #include "identity.hpp"
 #include "pam_session.hpp"
 #include "plan.hpp"
@@ -16,8 +18,14 @@ namespace clihost {
 // be real directories owned by the tenant; the latter ends up mode 0700.
 Status prepare_socket_dir(const Account& tenant);
 
-// Drop privileges, prepare, exec. Returns only on failure.
-Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir);
+// Drop privileges, prepare, exec. Returns only on failure. expected_parent:
+// who must still be our parent after the drop (read before any fork).
+Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pid_t expected_parent);
+
+// Block the relayed signals (and SIGCHLD) from before the PAM session opens:
+// one arriving meanwhile stays pending and is relayed by run_supervised, so
+// the session is always closed (not left open by a default-action death).
+Status block_relayed_signals();
 
 // With a PAM session: fork, exec_jail in the child, wait in the parent, then
 // close the session. Returns the exit status to hand to our caller.

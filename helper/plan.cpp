@@ -83,6 +83,9 @@ std::vector<std::string> build_bwrap_argv(const Policy& policy, const Account& t
                                // A new user namespace makes bwrap run unprivileged; new pid and
                                // ipc namespaces hide other tenants' processes and SysV/POSIX IPC.
                                "--unshare-user", "--unshare-pid", "--unshare-ipc",
+                               // No nested user namespaces: they add kernel attack surface and
+                               // would let a tenant become "root" over its own mounts.
+                               "--disable-userns",
                                // Nothing of the jail outlives the helper that started it.
                                "--die-with-parent",
                                // No TIOCSTI/TIOCLINUX into the caller's terminal (seccomp_filter.hpp).

@@ -9,7 +9,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <utility>
 #include <cstdlib>
 #include <cstring>
 
@@ -51,9 +53,34 @@ bool reset_signals() {
         sa.sa_handler = SIG_DFL;
         ::sigaction(sig, &sa, nullptr);  // EINVAL for the RT signals glibc reserves: fine
     }
+    // A caller's RLIMIT_FSIZE must not kill the root helper mid-write (no
+    // message, no audit line): writes fail with EFBIG instead. exec_jail
+    // gives the jail the default disposition back.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    if (::sigaction(SIGXFSZ, &ignore, nullptr) != 0) return false;
     sigset_t none;
     sigemptyset(&none);
     return ::sigprocmask(SIG_SETMASK, &none, nullptr) == 0;
+}
+
+// Limits are inherited from the untrusted caller. A tiny RLIMIT_NOFILE makes
+// bwrap fail half-way; RLIMIT_FSIZE 0 turns a write into SIGXFSZ. Raise the
+// soft limits of these two as far as the caller's hard limits allow (raising
+// a hard limit needs CAP_SYS_RESOURCE, which a container may not grant); the
+// jail then gets the tenant's limits from pam_limits. What remains too low
+// makes a later step fail closed with its own message.
+bool raise_soft_limits() {
+    for (const auto& [resource, want] : {std::pair{RLIMIT_NOFILE, rlim_t{1024}}, std::pair{RLIMIT_FSIZE, RLIM_INFINITY}}) {
+        struct rlimit rl {};
+        if (::getrlimit(resource, &rl) != 0) return false;
+        const rlim_t target = rl.rlim_max == RLIM_INFINITY ? want : std::min(want, rl.rlim_max);
+        if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < target) {
+            rl.rlim_cur = target;
+            if (::setrlimit(resource, &rl) != 0) return false;
+        }
+    }
+    return true;
 }
 
 }  // namespace
@@ -68,6 +95,7 @@ Result<StartState> sanitize_process(char** envp) {
     if (::setrlimit(RLIMIT_CORE, &no_core) != 0) return fail(Exit::internal, "cannot disable core dumps");
     ::umask(022);
     if (!reset_signals()) return fail(Exit::internal, "cannot reset signal mask");
+    if (!raise_soft_limits()) return fail(Exit::internal, "cannot raise resource limits");
 
     StartState s;
     s.creds.ruid = ::getuid();

@@ -67,8 +67,8 @@ Result<UniqueFd> seccomp_program_fd() {
     UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, "clihost-jail-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING)));
     if (!fd.valid()) return fail(Exit::internal, std::string("memfd_create: ") + std::strerror(errno));
     const auto bytes = prog.size() * sizeof(sock_filter);
-    if (::write(fd.get(), prog.data(), bytes) != static_cast<ssize_t>(bytes))
-        return fail(Exit::internal, "cannot write the seccomp program");
+    // (SIGXFSZ is ignored by the helper: a caller's RLIMIT_FSIZE gives EFBIG here.)
+    if (::write(fd.get(), prog.data(), bytes) != static_cast<ssize_t>(bytes)) return fail(Exit::internal, std::string("cannot write the seccomp program: ") + std::strerror(errno));
     // Sealed: nothing that later shares the fd can change the program.
     if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0)
         return fail(Exit::internal, "cannot seal the seccomp program");

@@ -116,7 +116,7 @@ HostProbe make_probe(FuzzedDataProvider& in, const Policy& policy) {
 // (and its invariant, if any, written down below).
 int arity(std::string_view opt) {
     static const std::map<std::string_view, int> kArity{
-        {"--unshare-user", 0}, {"--unshare-pid", 0}, {"--unshare-ipc", 0}, {"--die-with-parent", 0},
+        {"--unshare-user", 0}, {"--unshare-pid", 0}, {"--unshare-ipc", 0}, {"--disable-userns", 0}, {"--die-with-parent", 0},
         {"--seccomp", 1},      {"--clearenv", 0},    {"--setenv", 2},      {"--ro-bind", 2},
         {"--symlink", 2},      {"--bind", 2},        {"--dev", 1},         {"--proc", 1},
         {"--tmpfs", 1},        {"--chdir", 1}};

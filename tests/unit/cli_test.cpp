@@ -57,6 +57,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadArgs{"MissingUser", {"x", "run", "--session", "s"}, Exit::usage},
         BadArgs{"UnknownOption", {"x", "run", "--user", "a", "--session", "s", "--shell"}, Exit::usage},
         BadArgs{"StrayArgument", {"x", "run", "--user", "a", "--session", "s", "bash"}, Exit::usage},
+        BadArgs{"AbbreviatedUser", {"x", "run", "--use", "a", "--session", "s"}, Exit::usage},
+        BadArgs{"AbbreviatedSessionJoined", {"x", "run", "--user", "a", "--sess=s"}, Exit::usage},
         BadArgs{"UserTwice", {"x", "run", "--user", "a", "--user", "b", "--session", "s"}, Exit::usage},
         BadArgs{"DashDashWithoutCommand", {"x", "run", "--user", "a", "--session", "s", "--"}, Exit::usage},
         BadArgs{"KillWithCommand", {"x", "kill", "--user", "a", "--session", "s", "--", "sh"}, Exit::usage},

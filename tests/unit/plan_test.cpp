@@ -29,7 +29,7 @@ const std::vector<std::string> kEnvArgs{
 
 std::vector<std::string> expected_argv(const std::vector<std::string>& proc_args) {
     std::vector<std::string> a{"/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
-                               "--die-with-parent", "--seccomp", "3", "--clearenv"};
+                               "--disable-userns", "--die-with-parent", "--seccomp", "3", "--clearenv"};
     a.insert(a.end(), kEnvArgs.begin(), kEnvArgs.end());
     a.insert(a.end(), {"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--ro-bind", "/etc", "/etc",
                        "--dev", "/dev"});
