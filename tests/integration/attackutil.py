@@ -1,0 +1,446 @@
+"""Shared pieces of the attack suites (test_attack_*.py).
+
+- Payloads: small programs and shared objects, compiled once per run, that
+  leave a marker file in a world-writable directory under the host's /tmp
+  when they run. Inside the jail /tmp is a private tmpfs, so any marker there
+  means a payload ran outside the jail (and its name says with which uids).
+- spawn(): run the helper as some user with full control of the environment,
+  rlimits, inherited fds and closed std fds, and report the helper's pid: the
+  audit lines of refusals that happen before the session is known carry
+  session=-, but syslog tags every line with clihost-jail[PID].
+- Guard: a snapshot of files outside the tenant's home that no attack may
+  change (the policy, the PAM service, the installed binary, root-only and
+  world-writable canaries, the other tenants' homes).
+
+Everything this module creates is named ctj-attack-* and removed afterwards.
+"""
+import datetime
+import hashlib
+import os
+import pwd
+import shlex
+import shutil
+import stat
+import subprocess
+import tempfile
+import time
+import uuid
+
+import pytest
+
+from conftest import AUTH_LOG, PROXY, TEST_CONFIG, TENANTS
+
+HOST_PIDNS = os.readlink("/proc/self/ns/pid")
+
+# Printed by a jailed shell: proves where it runs (and as whom).
+INSIDE = ('echo "CTJ_INSIDE uid=$(id -u) sandbox=$TTYD_SANDBOX '
+          'pidns=$(readlink /proc/self/ns/pid) pid=$$"')
+
+
+class Ran:
+    def __init__(self, returncode, stdout, stderr, pid, started=0.0):
+        self.returncode, self.stdout, self.stderr, self.pid = returncode, stdout, stderr, pid
+        self.started = started
+
+    def __repr__(self):
+        return f"Ran(rc={self.returncode}, pid={self.pid}, out={self.stdout[-600:]!r}, err={self.stderr[-600:]!r})"
+
+
+def spawn(argv, user=PROXY, env=None, limits=(), pass_fds=(), close_std=(), timeout=60, binary=False, pipes=False):
+    """Run argv as `user` (None: root) like the proxy would; returns Ran.
+
+    limits: (resource, (soft, hard)) set after the demotion (only lowering,
+    except what the hard limit allows); close_std: std fds closed right before
+    exec; pass_fds: inherited fds (kept at their numbers)."""
+    pw = pwd.getpwnam(user) if user else None
+
+    def setup():
+        if pw:
+            os.initgroups(user, pw.pw_gid)
+            os.setgid(pw.pw_gid)
+            os.setuid(pw.pw_uid)
+        import resource
+        for res, val in limits:
+            resource.setrlimit(res, val)
+        for fd in close_std:
+            os.close(fd)
+
+    if pipes:  # for RLIMIT_FSIZE: writing to a regular file would be the limit's business
+        started = time.time()
+        p = subprocess.Popen(argv, env=env if env is not None else {"PATH": "/usr/bin:/bin"}, preexec_fn=setup,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             pass_fds=pass_fds, cwd="/")
+        out, err = p.communicate(timeout=timeout)
+        if not binary:
+            out, err = out.decode(errors="replace"), err.decode(errors="replace")
+        return Ran(p.returncode, out, err, p.pid, started)
+    # Files, not pipes: a jail process that outlives the helper (the bug
+    # class some tests look for) would hold a pipe open and hang the test.
+    with tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
+        started = time.time()
+        p = subprocess.Popen(argv, env=env if env is not None else {"PATH": "/usr/bin:/bin"}, preexec_fn=setup,
+                             stdin=subprocess.DEVNULL, stdout=fout, stderr=ferr, pass_fds=pass_fds, cwd="/")
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            raise
+        fout.seek(0)
+        ferr.seek(0)
+        out, err = fout.read(), ferr.read()
+    if not binary:
+        out, err = out.decode(errors="replace"), err.decode(errors="replace")
+    return Ran(p.returncode, out, err, p.pid, started)
+
+
+def _logged_at(line):
+    try:
+        return datetime.datetime.fromisoformat(line.split(" ", 1)[0]).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def recent_log_lines(max_bytes=8 << 20):
+    """The last few MiB of the auth log (it is large and shared by all suites)."""
+    try:
+        with open(AUTH_LOG, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - max_bytes))
+            data = f.read()
+    except FileNotFoundError:
+        return []
+    lines = data.decode(errors="replace").splitlines(True)
+    return lines[1:] if size > max_bytes else lines
+
+
+def pid_lines(host, pid, since, want=1, timeout=5.0):
+    """Every syslog line of one helper process (tagged clihost-jail[PID]),
+    written since `since` (pids are reused; the log is not)."""
+    deadline = time.time() + timeout
+    while True:
+        tag = f"clihost-jail[{pid}]:"
+        lines = [l for l in recent_log_lines() if tag in l and _logged_at(l) >= since - 1.0]
+        if len(lines) >= want or time.time() >= deadline:
+            return lines
+        time.sleep(0.1)
+
+
+def pid_audit(host, r, want=1, timeout=5.0):
+    """The audit lines of the helper run r (a Ran)."""
+    return [l for l in pid_lines(host, r.pid, r.started, want, timeout) if "action=" in l]
+
+
+def assert_inside(host, tenant, stdout):
+    """The jailed shell reported: tenant uid, TTYD_SANDBOX=true, its own pid namespace."""
+    lines = [l for l in stdout.splitlines() if l.startswith("CTJ_INSIDE ")]
+    assert len(lines) == 1, stdout
+    f = dict(kv.split("=", 1) for kv in lines[0].split()[1:])
+    assert int(f["uid"]) == pwd.getpwnam(tenant).pw_uid, f
+    assert f["sandbox"] == "true", f
+    assert f["pidns"] and f["pidns"] != HOST_PIDNS, f
+    assert int(f["pid"]) < 50, f  # a pid of the jail's own namespace
+
+
+def assert_refusal_line(r, codes=(1, 2)):
+    """One concise, printable stderr line; a policy/usage exit code; no crash."""
+    assert r.returncode in codes, r
+    err = r.stderr if isinstance(r.stderr, str) else r.stderr.decode(errors="replace")
+    assert err.startswith("clihost-jail: "), r
+    assert err.count("\n") == 1 and err.endswith("\n"), r
+    assert all(c == "\n" or (" " <= c and c != "\x7f") for c in err), r  # no terminal/log injection
+    assert len(err) < 1024, len(err)
+
+
+def assert_denied_in_audit(host, r, session=None):
+    if session:
+        lines = host.audit_lines(f"session={session}")
+    else:
+        lines = pid_audit(host, r)
+    assert any("decision=deny" in l or "decision=fail" in l for l in lines), (r, lines)
+    for l in lines:  # the audit line cannot be split or forged by caller input
+        assert l.count("action=") == 1 and "\x1b" not in l, l
+    return lines
+
+
+# --- compiled payloads --------------------------------------------------------------------
+
+MARK_C = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+static void __attribute__((constructor)) ctj_mark(void) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s.pid%d.ruid%d.euid%d", MARKERS, TAG, (int)getpid(), (int)getuid(), (int)geteuid());
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) close(fd);
+}
+"""
+
+# LD_AUDIT wants la_version; LD_PRELOAD ignores it.
+PRELOAD_C = MARK_C + "unsigned la_version(unsigned v) { return v; }\n"
+
+# Stand-in for libcap-ng.so.0 (the helper's capability library) found via
+# LD_LIBRARY_PATH: every symbol the real one exports, each "succeeding"
+# (returning 0), so that loading it would silently disable the privilege drop.
+def fake_capng_source():
+    out = subprocess.run(["nm", "-D", "--defined-only", "/lib/x86_64-linux-gnu/libcap-ng.so.0"],
+                         capture_output=True, text=True, check=True).stdout
+    names = sorted({l.split()[-1] for l in out.splitlines() if " T " in l})
+    return MARK_C + "".join(f"long {n}(long a, long b, long c) {{ (void)a; (void)b; (void)c; return 0; }}\n"
+                            for n in names)
+
+
+# A gconv module (the pkexec CVE-2021-4034 payload shape).
+GCONV_C = MARK_C + r"""
+#include <stddef.h>
+int gconv_init(void *step) { (void)step; return 0; }
+int gconv(void *a, void *b, void *c, void *d, void *e, int f) { (void)a; (void)b; (void)c; (void)d; (void)e; (void)f; return 0; }
+void gconv_end(void *step) { (void)step; }
+"""
+
+# execve with an exact argv (possibly empty: argc 0) and raw envp strings.
+# usage: ctj-execve PATH ARGC ARG... ENV...
+EXECVE_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    if (argc < 3) return 100;
+    int n = atoi(argv[2]);
+    if (n < 0 || 3 + n > argc) return 100;
+    char **args = calloc((size_t)n + 1, sizeof *args);
+    for (int i = 0; i < n; ++i) args[i] = argv[3 + i];
+    char **envp = &argv[3 + n];  /* the rest, NULL-terminated by the kernel */
+    execve(argv[1], args, envp);
+    perror("execve");
+    return 101;
+}
+"""
+
+FAKE_TOOL_SH = """#!/bin/sh
+: > "{markers}/path-{name}.pid$$.uid$(/usr/bin/id -u)" 2>/dev/null
+exec {real} "$@"
+"""
+
+
+def _cc(src, out, *flags):
+    c = out + ".c"
+    with open(c, "w") as f:
+        f.write(src)
+    subprocess.run(["gcc", "-O1", "-Wall", "-o", out, c, *flags], check=True, capture_output=True, text=True)
+    os.chmod(out, 0o755)
+    return out
+
+
+class Payloads:
+    def __init__(self, host):
+        self.host = host
+        self.dir = tempfile.mkdtemp(prefix="ctj-attack-", dir="/tmp")
+        os.chmod(self.dir, 0o755)
+        self.markers = os.path.join(self.dir, "markers")
+        os.mkdir(self.markers)
+        os.chmod(self.markers, 0o1777)
+        q = f'-DMARKERS="{self.markers}"'
+
+        def so(name, src, tag, *extra):
+            return _cc(src, os.path.join(self.dir, name), "-shared", "-fPIC", q, f'-DTAG="{tag}"', *extra)
+
+        self.preload_so = so("libctjpreload.so", PRELOAD_C, "preload")
+        self.libdir = os.path.join(self.dir, "lib")
+        os.mkdir(self.libdir)
+        so("lib/libcap-ng.so.0", fake_capng_source(), "ldlibpath", "-Wl,-soname,libcap-ng.so.0")
+        self.gconv_dir = os.path.join(self.dir, "gconv")
+        os.mkdir(self.gconv_dir)
+        so("gconv/ctjevil.so", GCONV_C, "gconv")
+        with open(os.path.join(self.gconv_dir, "gconv-modules"), "w") as f:
+            f.write("module\tCTJEVIL//\tINTERNAL\tctjevil\t1\nmodule\tINTERNAL\tCTJEVIL//\tctjevil\t1\n")
+        self.execve = _cc(EXECVE_C, os.path.join(self.dir, "ctj-execve"))
+        self.fakebin = os.path.join(self.dir, "fakebin")
+        os.mkdir(self.fakebin)
+        for name, real in [("bwrap", "/usr/bin/bwrap"), ("tmux", "/usr/bin/tmux"), ("sh", "/bin/dash"),
+                           ("env", "/usr/bin/env"), ("id", "/usr/bin/id")]:
+            path = os.path.join(self.fakebin, name)
+            with open(path, "w") as f:
+                f.write(FAKE_TOOL_SH.format(markers=self.markers, name=name, real=real))
+            os.chmod(path, 0o755)
+        # The same helper binary without the setuid bit: the positive control
+        # showing that the loader payloads do work when nothing stops them.
+        self.plain_bin = os.path.join(self.dir, "clihost-jail-plain")
+        shutil.copy(host.bin, self.plain_bin)
+        os.chmod(self.plain_bin, 0o755)
+
+    def found(self):
+        return sorted(os.listdir(self.markers))
+
+    def clear(self):
+        for n in os.listdir(self.markers):
+            os.unlink(os.path.join(self.markers, n))
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def payloads(host):
+    p = Payloads(host)
+    yield p
+    p.cleanup()
+    for g in _GUARDS:
+        g.cleanup()
+
+
+# --- what must not change -----------------------------------------------------------------
+
+def _digest(path):
+    st = os.lstat(path)
+    d = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+    if stat.S_ISREG(st.st_mode):
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            h.update(f.read(4 << 20))
+        d += (st.st_size, h.hexdigest())
+    elif stat.S_ISLNK(st.st_mode):
+        d += (os.readlink(path),)
+    return d
+
+
+def snapshot(paths):
+    out = {}
+    for p in paths:
+        if not os.path.lexists(p):
+            out[p] = None
+            continue
+        out[p] = _digest(p)
+        if os.path.isdir(p) and not os.path.islink(p):
+            for root, dirs, files in os.walk(p):
+                for n in dirs + files:
+                    full = os.path.join(root, n)
+                    try:
+                        out[full] = _digest(full)
+                    except FileNotFoundError:
+                        pass
+    return out
+
+
+_GUARDS = []
+
+
+class Guard:
+    """Files outside the attacked tenant's home; check() asserts none changed
+    and no payload left a marker (i.e. ran outside the jail)."""
+
+    def __init__(self, host, payloads, tenant, others=None):
+        _GUARDS.append(self)  # cleaned up with the payloads at the latest
+        self.host, self.payloads = host, payloads
+        self.root_canary = f"/root/ctj-attack-canary-{uuid.uuid4().hex[:8]}"
+        os.mkdir(self.root_canary, 0o700)
+        with open(os.path.join(self.root_canary, "secret"), "w") as f:
+            f.write("root-only canary\n")
+        self.ww_canary = tempfile.mkdtemp(prefix="ctj-attack-ww-", dir="/tmp")
+        os.chmod(self.ww_canary, 0o1777)
+        self.others = [t for t in TENANTS if t != tenant] if others is None else list(others)
+        self.paths = [TEST_CONFIG, "/etc/pam.d/clihost-jail", host.bin, "/etc/sudoers", "/etc/environment",
+                      "/etc/security/pam_env.conf", "/etc/security/limits.conf", self.root_canary,
+                      self.ww_canary, payloads.dir, *[host.home(t) for t in self.others]]
+        payloads.clear()
+        self.before = snapshot(self.paths)
+
+    def check(self):
+        after = snapshot(self.paths)
+        changed = {k: (self.before.get(k), after.get(k)) for k in set(self.before) | set(after)
+                   if self.before.get(k) != after.get(k)}
+        assert not changed, f"files outside the tenant's home changed: {changed}"
+        assert not self.payloads.found(), f"a payload ran outside the jail: {self.payloads.found()}"
+
+    def cleanup(self):
+        shutil.rmtree(self.root_canary, ignore_errors=True)
+        shutil.rmtree(self.ww_canary, ignore_errors=True)
+
+
+@pytest.fixture
+def guard(host, payloads, alice):
+    g = Guard(host, payloads, alice)
+    yield g
+    g.cleanup()
+
+
+# --- tmux and processes ---------------------------------------------------------------------
+
+def tmux_sock(host, tenant):
+    return os.path.join(host.home(tenant), ".cache", "tmux", "clihost.sock")
+
+
+def has_tmux_session(host, tenant, session):
+    return host.run_as(tenant, ["tmux", "-S", tmux_sock(host, tenant), "has-session", "-t",
+                                "=" + session]).returncode == 0
+
+
+def wait_until(pred, timeout=10.0, step=0.05):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def helper_pids(host):
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/exe") == host.bin:
+                out.append(int(pid))
+        except OSError:
+            pass
+    return out
+
+
+def live_processes(host, user):
+    """Processes of user that still run (zombies waiting for init to reap
+    them, which this VM's init does lazily, run nothing)."""
+    out = []
+    for p in host.processes_of(user):
+        try:
+            if open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                out.append(p)
+        except OSError:
+            pass
+    return out
+
+
+def wait_no_live(host, user, timeout=5.0):
+    return wait_until(lambda: not live_processes(host, user), timeout)
+
+
+def pids_named(host, user, comm):
+    out = []
+    for p in host.processes_of(user):
+        try:
+            if open(f"/proc/{p}/comm").read().strip() == comm:
+                out.append(p)
+        except OSError:
+            pass
+    return out
+
+
+def start_jail(host, tenant, script, session, env=None, user=PROXY):
+    """A jail running in the background (as the proxy would start it)."""
+    pw = pwd.getpwnam(user)
+
+    def demote():
+        os.initgroups(user, pw.pw_gid)
+        os.setgid(pw.pw_gid)
+        os.setuid(pw.pw_uid)
+
+    started = time.time()
+    p = subprocess.Popen(host.jail(tenant, script, session=session), env=env or {"PATH": "/usr/bin:/bin"},
+                         preexec_fn=demote, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, cwd="/", start_new_session=True)
+    p.started = started
+    return p
+
+
+def quote(argv):
+    return shlex.join(argv)

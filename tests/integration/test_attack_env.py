@@ -1,0 +1,231 @@
+"""Attacks through the environment of the setuid helper, by its allowed caller
+(ctj-proxy): loader variables, gconv modules, PATH, shell variables, HOME,
+TMUX, a forged TTYD_SANDBOX, and an empty argv (argc 0, the pkexec bug).
+
+Each attack must be refused or harmless: no payload runs outside the jail
+(the payloads leave a marker in the host's /tmp, invisible from the jail),
+the jailed command still runs inside (its own pid namespace,
+TTYD_SANDBOX=true), no file outside the tenant's home changes, and the
+helper writes its audit line."""
+import os
+import pwd
+
+from attackutil import INSIDE, Guard, assert_inside, assert_refusal_line, guard, has_tmux_session, payloads, \
+    pid_audit, spawn, tmux_sock, wait_until  # noqa: F401 (fixtures)
+from conftest import NON_TENANT, PROXY, new_session
+from ptyutil import PtyProcess
+
+BASE = {"PATH": "/usr/bin:/bin"}
+
+
+def launch_inside(host, tenant, env, extra=""):
+    """A jailed shell as the proxy with env; returns (Ran, session)."""
+    s = new_session()
+    r = spawn(host.jail(tenant, INSIDE + "; " + extra if extra else INSIDE, session=s), env=env)
+    return r, s
+
+
+def assert_allowed_and_audited(host, s):
+    lines = host.audit_lines(f"session={s}", want=2)
+    assert any("decision=allow" in l for l in lines), lines
+    assert any("decision=exit" in l and "PAM session closed" in l for l in lines), lines
+
+
+def refusal_with(host, env):
+    """The refusal path (error messages, no jail) under the same environment."""
+    r = spawn(host.jail(NON_TENANT, "echo RAN"), env=env)
+    # ld.so itself may complain about a preload it ignores; the rest is ours.
+    r.stderr = "".join(l for l in r.stderr.splitlines(True) if not l.startswith("ERROR: ld.so:"))
+    assert_refusal_line(r, codes=(1,))
+    assert "RAN" not in r.stdout
+    assert any("decision=deny" in l for l in pid_audit(host, r))
+
+
+def test_ld_preload_and_ld_audit_are_not_loaded_into_the_setuid_helper(host, alice, payloads, guard):
+    # Control: the same library is loaded by the same binary without the setuid bit.
+    c = spawn([payloads.plain_bin, "--version"], env={**BASE, "LD_PRELOAD": payloads.preload_so})
+    assert c.returncode == 0 and any(m.startswith("preload.") for m in payloads.found()), payloads.found()
+    payloads.clear()
+
+    for var, value in [("LD_PRELOAD", payloads.preload_so), ("LD_PRELOAD", "libctjpreload.so"),
+                       ("LD_AUDIT", payloads.preload_so)]:
+        env = {**BASE, var: value, "LD_LIBRARY_PATH": payloads.dir}
+        r, s = launch_inside(host, alice, env, extra=f'echo "{var}=${{{var}-unset}}"')
+        assert r.returncode == 0, r
+        assert_inside(host, alice, r.stdout)
+        assert f"{var}=unset" in r.stdout, r.stdout
+        assert_allowed_and_audited(host, s)
+        refusal_with(host, env)
+    guard.check()
+
+
+def test_ld_library_path_cannot_substitute_a_library_of_the_helper(host, alice, payloads, guard):
+    # Control: a fake libcap-ng.so.0 (the helper's capability library, with
+    # "succeeding" stubs) is picked up by the plain binary.
+    c = spawn([payloads.plain_bin, "--version"], env={**BASE, "LD_LIBRARY_PATH": payloads.libdir})
+    assert c.returncode == 0 and any(m.startswith("ldlibpath.") for m in payloads.found()), payloads.found()
+    payloads.clear()
+
+    env = {**BASE, "LD_LIBRARY_PATH": payloads.libdir}
+    r, s = launch_inside(host, alice, env, extra='echo "LDLP=${LD_LIBRARY_PATH-unset}"; '
+                                                 "grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status")
+    assert r.returncode == 0, r
+    assert_inside(host, alice, r.stdout)
+    assert "LDLP=unset" in r.stdout
+    fields = dict(l.split(":\t") for l in r.stdout.splitlines() if ":\t" in l)
+    assert int(fields["CapEff"], 16) == 0 and int(fields["CapBnd"], 16) == 0 and fields["NoNewPrivs"] == "1"
+    assert_allowed_and_audited(host, s)
+    refusal_with(host, env)
+    guard.check()
+
+
+def test_gconv_path_and_charset_trick_load_no_module(host, alice, payloads, guard):
+    # Control: iconv loads the module from GCONV_PATH when nothing stops it.
+    c = spawn(["iconv", "-f", "CTJEVIL", "-t", "UTF-8", "/dev/null"], env={**BASE, "GCONV_PATH": payloads.gconv_dir})
+    assert any(m.startswith("gconv.") for m in payloads.found()), (c, payloads.found())
+    payloads.clear()
+
+    # pkexec's trick: a charset whose converter is the payload, selected
+    # through CHARSET / the locale variables, for any message the helper or
+    # a PAM module might convert.
+    env = {**BASE, "GCONV_PATH": payloads.gconv_dir, "CHARSET": "CTJEVIL", "LANG": "C.CTJEVIL",
+           "LC_ALL": "C.CTJEVIL", "LC_MESSAGES": "C.CTJEVIL", "OUTPUT_CHARSET": "CTJEVIL"}
+    r, s = launch_inside(host, alice, env, extra='echo "GP=${GCONV_PATH-unset} CS=${CHARSET-unset}"; '
+                                                 "iconv -f CTJEVIL -t UTF-8 /dev/null 2>/dev/null; echo iconv=$?")
+    assert r.returncode == 0, r
+    assert_inside(host, alice, r.stdout)
+    assert "GP=unset CS=unset" in r.stdout and "iconv=1" in r.stdout, r.stdout
+    assert_allowed_and_audited(host, s)
+    refusal_with(host, env)
+    guard.check()
+
+
+def test_path_cannot_substitute_bwrap_tmux_or_sh(host, alice, payloads, guard):
+    env = {"PATH": f"{payloads.fakebin}:/usr/bin:/bin"}
+    # Control: the fakes run when PATH is honoured.
+    spawn(["sh", "-c", "bwrap --version; tmux -V; true"], user=PROXY, env=env)
+    assert {m.split(".")[0] for m in payloads.found()} >= {"path-sh", "path-bwrap", "path-tmux"}, payloads.found()
+    payloads.clear()
+
+    # A caller command: the jail's PATH is the fixed safe one.
+    r, s = launch_inside(host, alice, env, extra='echo "PATH=$PATH"; command -v tmux')
+    assert r.returncode == 0, r
+    assert_inside(host, alice, r.stdout)
+    assert "PATH=/usr/local/bin:/usr/bin:/bin" in r.stdout and "/usr/bin/tmux" in r.stdout
+    assert_allowed_and_audited(host, s)
+    # The default command (tmux, by absolute path; no terminal here, so tmux
+    # itself gives up) and kill (a tmux client in the jail).
+    s2 = new_session()
+    r = spawn([host.bin, "run", "--user", alice, "--session", s2], env=env)
+    assert r.returncode == 1 and "not a terminal" in r.stderr, r
+    assert any("status 1" in l for l in host.audit_lines(f"session={s2}", want=2))
+    r = spawn([host.bin, "kill", "--user", alice, "--session", s2], env=env)
+    assert r.returncode != 0, r
+    assert any("action=kill" in l for l in pid_audit(host, r))
+    # check execs bwrap --version and a trial jail.
+    r = spawn([host.bin, "check", "--user", alice], env=env)
+    assert r.returncode == 0 and "jail trial: ok" in r.stdout, r
+    assert pid_audit(host, r)
+    guard.check()
+
+
+def test_ifs_and_shell_startup_variables_do_not_reach_the_jail(host, alice, payloads, guard):
+    # A script the tenant's shells would source if ENV/BASH_ENV leaked in.
+    home = host.home(alice)
+    hook = os.path.join(home, "ctj-hook.sh")
+    leak = os.path.join(home, "ctj-hook-ran")
+    with open(hook, "w") as f:
+        f.write(f": > {leak}\n")
+    for p in (leak,):
+        if os.path.exists(p):
+            os.unlink(p)
+    env = {**BASE, "IFS": "/ \t\nx", "ENV": hook, "BASH_ENV": hook, "SHELLOPTS": "xtrace", "PS4": "$(: > /tmp/x)",
+           "BASHOPTS": "extdebug", "PROMPT_COMMAND": f": > {leak}", "CDPATH": "/"}
+    try:
+        r, s = launch_inside(host, alice, env, extra="env | cut -d= -f1 | sort | tr '\\n' ' '; echo; "
+                                                     "bash -c 'echo BASH_OK'; sh -i -c 'echo SH_OK' 2>/dev/null")
+        assert r.returncode == 0, r
+        assert_inside(host, alice, r.stdout)
+        names = set(r.stdout.splitlines()[1].split())
+        assert names.isdisjoint({"IFS", "ENV", "BASH_ENV", "SHELLOPTS", "PS4", "BASHOPTS", "PROMPT_COMMAND",
+                                 "CDPATH"}), names
+        assert "BASH_OK" in r.stdout and "SH_OK" in r.stdout and "+ " not in r.stderr
+        assert not os.path.exists(leak)
+        assert_allowed_and_audited(host, s)
+        refusal_with(host, env)
+    finally:
+        os.unlink(hook)
+    guard.check()
+
+
+def test_home_from_the_caller_is_ignored(host, alice, bob, payloads, guard):
+    for fake in ["/root", host.home(bob), guard.ww_canary]:
+        r, s = launch_inside(host, alice, {**BASE, "HOME": fake},
+                             extra='echo "HOME=$HOME"; cd && pwd && echo x > ~/ctj-home-probe')
+        assert r.returncode == 0, r
+        assert_inside(host, alice, r.stdout)
+        assert f"HOME={host.home(alice)}" in r.stdout
+        probe = os.path.join(host.home(alice), "ctj-home-probe")
+        assert os.stat(probe).st_uid == pwd.getpwnam(alice).pw_uid
+        os.unlink(probe)
+        assert_allowed_and_audited(host, s)
+    guard.check()
+
+
+def test_tmux_variables_cannot_reach_another_tenants_server(host, alice, bob, payloads):
+    # bob has a live tmux session; alice's caller points TMUX/TMUX_TMPDIR at
+    # bob's server and asks to kill a session of that name.
+    bs = new_session()
+    t = PtyProcess([host.bin, "run", "--user", bob, "--session", bs], user=PROXY)
+    try:
+        assert wait_until(lambda: has_tmux_session(host, bob, bs)), t.output()
+        g = Guard(host, payloads, alice, others=[])
+        env = {**BASE, "TMUX": f"{tmux_sock(host, bob)},1,0", "TMUX_TMPDIR": os.path.dirname(tmux_sock(host, bob)),
+               "TMUX_PANE": "%0"}
+        s = new_session()
+        r = spawn([host.bin, "kill", "--user", alice, "--session", bs], env=env)
+        assert r.returncode != 0, r
+        assert any(f"tenant={alice}" in l for l in pid_audit(host, r))  # the attempt is audited
+        r, s = launch_inside(host, alice, env, extra="env | grep -c '^TMUX' ; tmux list-sessions 2>&1 | head -1")
+        assert r.returncode == 0, r
+        assert_inside(host, alice, r.stdout)
+        assert r.stdout.splitlines()[1] == "0", r.stdout
+        assert bs not in r.stdout
+        assert_allowed_and_audited(host, s)
+        assert has_tmux_session(host, bob, bs)
+        g.check()
+        g.cleanup()
+    finally:
+        host.run_root([host.bin, "kill", "--user", bob, "--session", bs])
+        t.wait(10)
+        t.close()
+
+
+def test_forged_ttyd_sandbox_is_overridden(host, alice, payloads, guard):
+    # Raw envp: the variable twice, once empty, once "false" (dict-based
+    # launchers cannot even express this).
+    s = new_session()
+    argv = host.jail(alice, INSIDE + "; env | grep -c '^TTYD_SANDBOX='", session=s)
+    r = spawn([payloads.execve, argv[0], str(len(argv)), *argv, "PATH=/usr/bin:/bin", "TTYD_SANDBOX=false",
+               "TTYD_SANDBOX=", "TTYD_SANDBOX=false", "TERM=xterm"], env={})
+    assert r.returncode == 0, r
+    assert_inside(host, alice, r.stdout)
+    assert r.stdout.splitlines()[-1] == "1", r.stdout
+    assert_allowed_and_audited(host, s)
+    guard.check()
+
+
+def test_empty_argv_is_a_usage_error(host, alice, payloads, guard):
+    # argc 0: argv[1] must not be read from envp[0] (pkexec, CVE-2021-4034).
+    # envp[0..] are the strings a confused parser would take for arguments,
+    # plus the gconv payload of that exploit.
+    tricks = [[], ["run", "--user", alice, "--session", "x", "--", "/bin/sh", "-c", "echo RAN"],
+              ["ctjx", "PATH=GCONV_PATH=.", f"GCONV_PATH={payloads.gconv_dir}", "CHARSET=CTJEVIL",
+               "SHELL=/nonexistent"]]
+    for envp in tricks:
+        r = spawn([payloads.execve, host.bin, "0", *envp], env={})
+        assert_refusal_line(r, codes=(2,))
+        assert "RAN" not in r.stdout and "missing command" in r.stderr, r
+        lines = pid_audit(host, r)
+        assert any("decision=deny" in l and "session=-" in l for l in lines), lines
+    guard.check()

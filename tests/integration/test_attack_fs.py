@@ -1,0 +1,334 @@
+"""Filesystem attacks: the tenant's tmux socket directory replaced by a
+symlink (before and during launches), a symlinked home, a policy directory
+writable by others, and a bwrap binary someone other than root could have
+written.
+
+Each must be refused (or harmless), leave nothing outside the tenant's home
+changed (another tenant's directory, /root, a directory the tenant owns
+outside its home), run no payload, and be audited."""
+import grp
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from attackutil import Guard, assert_denied_in_audit, assert_refusal_line, guard, payloads, snapshot, spawn  # noqa
+from conftest import AUTH_LOG, BASE_CONFIG, PROXY, TENANT_GROUP, TEST_CONFIG, new_session, sh
+
+
+def uid_of(user):
+    return pwd.getpwnam(user).pw_uid
+
+
+def make_tenant_dir(path, user, mode=0o700):
+    os.makedirs(path, exist_ok=True)
+    os.chown(path, uid_of(user), pwd.getpwnam(user).pw_gid)
+    os.chmod(path, mode)
+    return path
+
+
+def reset_cache(host, tenant):
+    """$HOME/.cache and .cache/tmux back to real directories of the tenant
+    (after a swap loop left them in any state)."""
+    home = host.home(tenant)
+    cache = os.path.join(home, ".cache")
+    for p in [cache, os.path.join(cache, "tmux")]:
+        real = p + ".ctj-real"
+        if os.path.islink(p):
+            os.unlink(p)
+        if os.path.islink(real):
+            os.unlink(real)
+        elif os.path.isdir(real):
+            if os.path.lexists(p):
+                shutil.rmtree(real)
+            else:
+                os.rename(real, p)
+        make_tenant_dir(p, tenant, 0o755 if p == cache else 0o700)
+
+
+@pytest.fixture
+def alice_cache(host, alice):
+    reset_cache(host, alice)
+    yield os.path.join(host.home(alice), ".cache")
+    reset_cache(host, alice)
+
+
+@pytest.fixture
+def targets(host, alice, bob, guard):
+    """Directories a redirected socket directory could point at."""
+    bob_tmux = os.path.join(host.home(bob), ".cache", "tmux")
+    reset_cache(host, bob)
+    for n in os.listdir(bob_tmux):  # a stale socket of an earlier test's (ended) tmux server
+        os.unlink(os.path.join(bob_tmux, n))
+    # A directory alice owns outside her home (anyone may make one in /tmp):
+    # the owner check alone would accept it.
+    own = tempfile.mkdtemp(prefix="ctj-attack-own-", dir="/tmp")
+    os.chown(own, uid_of(alice), pwd.getpwnam(alice).pw_gid)
+    guard.before = snapshot(guard.paths)  # bob's socket dir now exists
+    t = {"bob": bob_tmux, "root": guard.root_canary, "world": guard.ww_canary, "own": own}
+    yield t
+    shutil.rmtree(own, ignore_errors=True)
+
+
+def default_run(host, tenant, session, env=None):
+    return spawn([host.bin, "run", "--user", tenant, "--session", session], env=env)
+
+
+@pytest.mark.parametrize("level", [".cache", ".cache/tmux"])
+@pytest.mark.parametrize("target", ["bob", "root", "world", "own"])
+def test_socket_dir_symlinked_before_launch_is_refused(host, alice, guard, alice_cache, targets, level, target):
+    dest = targets[target]
+    before = snapshot([dest])
+    link = os.path.join(host.home(alice), level)
+    shutil.rmtree(link)
+    os.symlink(dest, link)
+    os.lchown(link, uid_of(alice), -1)
+    s = new_session()
+    r = default_run(host, alice, s)
+    assert_refusal_line(r, codes=(1,))
+    assert "symlink" in r.stderr, r
+    assert snapshot([dest]) == before
+    assert not os.path.exists(os.path.join(dest, "clihost.sock"))
+    assert not os.path.exists(os.path.join(dest, "tmux"))
+    assert_denied_in_audit(host, r, session=s)
+    guard.check()
+
+
+SWAPPER = r"""
+import os, sys, time
+path, target, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+real = path + ".ctj-real"
+end = time.time() + seconds
+n = 0
+while time.time() < end:
+    for step in (lambda: os.rename(path, real), lambda: os.symlink(target, path), lambda: time.sleep(0.0003),
+                 lambda: os.unlink(path), lambda: os.rename(real, path), lambda: time.sleep(0.0003)):
+        try:
+            step()
+        except OSError:
+            pass
+    n += 1
+print(n)
+"""
+
+
+@pytest.mark.parametrize("level,target", [(".cache/tmux", "own"), (".cache", "own"), (".cache/tmux", "bob")])
+def test_socket_dir_swapped_during_launches(host, alice, guard, alice_cache, targets, level, target):
+    """alice swaps her socket directory with a symlink in a tight loop while
+    the proxy launches her default tmux repeatedly (~3 s)."""
+    dest = targets[target]
+    before = snapshot([dest])
+    path = os.path.join(host.home(alice), level)
+    pw = pwd.getpwnam(alice)
+
+    def as_alice():
+        os.setgid(pw.pw_gid)
+        os.setuid(pw.pw_uid)
+
+    swapper = subprocess.Popen(["/usr/bin/python3", "-c", SWAPPER, path, dest, "3"], preexec_fn=as_alice,
+                               stdout=subprocess.PIPE, text=True, cwd="/")
+    sessions, outcomes = [], {"refused": 0, "tmux": 0, "tmux-no-socket": 0, "other": 0}
+    deadline = time.time() + 3
+    while time.time() < deadline:
+        s = new_session()
+        sessions.append(s)
+        r = default_run(host, alice, s)
+        if "symlink" in r.stderr or "not a directory" in r.stderr or "not owned" in r.stderr:
+            outcomes["refused"] += 1  # the helper saw the symlink
+            assert r.returncode == 1, r
+        elif "not a terminal" in r.stderr:
+            outcomes["tmux"] += 1  # a real directory: tmux started, then wanted a terminal
+            assert r.returncode == 1, r
+        elif "error creating" in r.stderr:
+            # Swapped after the check: tmux, inside the jail, followed the link
+            # into the jail's own view (where the target does not exist) and gave up.
+            outcomes["tmux-no-socket"] += 1
+        else:
+            outcomes["other"] += 1
+            assert r.returncode in (1, 3, 4), r
+        assert not os.path.exists(os.path.join(dest, "clihost.sock")), (r, outcomes)
+    swaps = int(swapper.communicate(timeout=10)[0])
+    assert swaps > 100 and len(sessions) >= 5, (swaps, outcomes)
+    assert snapshot([dest]) == before, outcomes
+    assert not os.path.exists(os.path.join(dest, "clihost.sock"))
+    # Every launch left an audit trail under its session.
+    time.sleep(0.3)
+    log = open(AUTH_LOG, errors="replace").read()
+    missing = [s for s in sessions if f"session={s} " not in log]
+    assert not missing, (missing, outcomes)
+    guard.check()
+    print(f"{len(sessions)} launches against {swaps} swaps: {outcomes}", file=sys.stderr)
+
+
+@pytest.fixture
+def mallory(host):
+    """A tenant whose home is a symlink (made by root's mistake or a race)."""
+    name = "ctj-mallory"
+    home = f"/home/{name}"
+    sh("userdel", name, check=False)
+    if os.path.islink(home):
+        os.unlink(home)
+    sh("useradd", "-M", "-d", home, "-s", "/bin/bash", "-G", TENANT_GROUP, name)
+    yield name
+    if os.path.islink(home):
+        os.unlink(home)
+    sh("userdel", name, check=False)  # never -r: the home is someone else's
+
+
+@pytest.mark.parametrize("target", ["alice", "root"])
+def test_symlinked_home_is_refused(host, alice, mallory, payloads, target):
+    g = Guard(host, payloads, mallory)  # alice's home is "outside" here
+    dest = host.home(alice) if target == "alice" else g.root_canary
+    os.symlink(dest, host.home(mallory))
+    try:
+        s = new_session()
+        marker = os.path.join(dest, f"ctj-ran-{s}")
+        r = spawn(host.jail(mallory, f"touch {marker}; echo RAN", session=s))
+        assert_refusal_line(r, codes=(1,))
+        assert "symlink" in r.stderr and "RAN" not in r.stdout
+        assert not os.path.exists(marker)
+        assert_denied_in_audit(host, r, session=s)
+        g.check()
+    finally:
+        g.cleanup()
+
+
+@pytest.fixture
+def restore_policy(host):
+    conf_dir = os.path.dirname(TEST_CONFIG)
+    yield conf_dir
+    if os.path.islink(conf_dir):
+        os.unlink(conf_dir)
+    if os.path.isdir(conf_dir + ".ctj-real"):
+        os.rename(conf_dir + ".ctj-real", conf_dir)
+    os.chown(conf_dir, 0, 0)
+    os.chmod(conf_dir, 0o755)
+    with open(TEST_CONFIG, "w") as f:
+        f.write(BASE_CONFIG)
+    os.chown(TEST_CONFIG, 0, 0)
+    os.chmod(TEST_CONFIG, 0o644)
+
+
+def test_policy_writable_by_others_is_refused(host, alice, payloads, restore_policy):
+    """The compiled-in policy path, as the setuid caller sees it: if anyone
+    but root could have written the file or a directory above it, no launch."""
+    conf_dir = restore_policy
+    tenants_gid = grp.getgrnam(TENANT_GROUP).gr_gid
+
+    def dir_mode(m):
+        os.chmod(conf_dir, m)
+
+    def dir_group_tenants():
+        os.chown(conf_dir, 0, tenants_gid)
+        os.chmod(conf_dir, 0o775)
+
+    def dir_owner_alice():
+        os.chown(conf_dir, uid_of(alice), -1)
+
+    def file_owner_alice():
+        os.chown(TEST_CONFIG, uid_of(alice), -1)
+
+    def file_mode(m):
+        os.chmod(TEST_CONFIG, m)
+
+    def dir_symlink():
+        os.rename(conf_dir, conf_dir + ".ctj-real")
+        os.symlink(conf_dir + ".ctj-real", conf_dir)
+
+    attacks = [lambda: dir_mode(0o777), lambda: dir_mode(0o757), dir_group_tenants, dir_owner_alice,
+               file_owner_alice, lambda: file_mode(0o666), lambda: file_mode(0o664), dir_symlink]
+    for attack in attacks:
+        g = Guard(host, payloads, alice)
+        g.paths.remove(TEST_CONFIG)  # we change its metadata ourselves
+        g.before = snapshot(g.paths)
+        attack()
+        s = new_session()
+        marker = os.path.join(host.home(alice), f"ctj-ran-{s}")
+        try:
+            r = spawn(host.jail(alice, f"touch {marker}; echo RAN", session=s))
+            assert_refusal_line(r, codes=(3,))
+            assert "config" in r.stderr and "RAN" not in r.stdout, r
+            assert not os.path.exists(marker)
+            assert_denied_in_audit(host, r, session=s)
+            g.check()
+        finally:
+            g.cleanup()
+            if os.path.islink(conf_dir):
+                os.unlink(conf_dir)
+                os.rename(conf_dir + ".ctj-real", conf_dir)
+            os.chown(conf_dir, 0, 0)
+            os.chmod(conf_dir, 0o755)
+            os.chown(TEST_CONFIG, 0, 0)
+            os.chmod(TEST_CONFIG, 0o644)
+    # And the untouched policy works again.
+    r = spawn(host.jail(alice, "echo OK"))
+    assert r.returncode == 0 and r.stdout.strip() == "OK", r
+
+
+FAKE_BWRAP = """#!/bin/sh
+: > "{markers}/fake-bwrap.pid$$.uid$(/usr/bin/id -u)"
+exit 0
+"""
+
+
+def test_untrusted_bwrap_is_refused(host, alice, payloads, restore_policy):
+    """bwrap is exec'd on the tenant's behalf: a bwrap that anyone but root
+    could have written (file or directory) is never run."""
+    tenants_gid = grp.getgrnam(TENANT_GROUP).gr_gid
+    n = [0]
+
+    def fake(file_mode=0o755, dir_mode=0o755, owner=0, group=0, dir_owner=0, dir_group=0, symlink=False):
+        n[0] += 1
+        d = os.path.join(host.prefix, f"attack-bwrap-{n[0]}")
+        os.mkdir(d)
+        path = os.path.join(d, "bwrap")
+        with open(path, "w") as f:
+            f.write(FAKE_BWRAP.format(markers=payloads.markers))
+        os.chown(path, owner, group)
+        os.chmod(path, file_mode)
+        os.chown(d, dir_owner, dir_group)
+        os.chmod(d, dir_mode)
+        if symlink:
+            os.rename(path, path + ".real")
+            os.symlink(path + ".real", path)
+        return path
+
+    def launch(bwrap):
+        with open(TEST_CONFIG, "w") as f:
+            f.write(BASE_CONFIG + f"bwrap = {bwrap}\n")
+        s = new_session()
+        return spawn(host.jail(alice, "echo RAN", session=s)), s
+
+    alice_uid = uid_of(alice)
+    # Control: a root-owned, root-only-writable fake is trusted, and runs.
+    payloads.clear()
+    r, s = launch(fake())
+    assert r.returncode == 0 and any(m.startswith("fake-bwrap.") for m in payloads.found()), (r, payloads.found())
+    untrusted = {
+        "owned by the tenant": fake(owner=alice_uid),
+        "owned by the caller": fake(owner=uid_of(PROXY)),
+        "group-writable, tenants' group": fake(file_mode=0o775, group=tenants_gid),
+        "world-writable": fake(file_mode=0o757),
+        "in a directory the tenant owns": fake(dir_owner=alice_uid),
+        "in a group-writable directory": fake(dir_mode=0o775, dir_group=tenants_gid),
+        "in a world-writable sticky directory": fake(dir_mode=0o1777),
+        "a symlink to a trusted fake": fake(symlink=True),
+        "not executable": fake(file_mode=0o644),
+    }
+    for why, path in untrusted.items():
+        g = Guard(host, payloads, alice)
+        g.paths.remove(TEST_CONFIG)
+        g.before = snapshot(g.paths)
+        try:
+            r, s = launch(path)
+            assert_refusal_line(r, codes=(3,))
+            assert "bwrap" in r.stderr and "RAN" not in r.stdout, (why, r)
+            assert_denied_in_audit(host, r, session=s)
+            g.check()
+        finally:
+            g.cleanup()
