@@ -387,14 +387,7 @@ def wait_until(pred, timeout=10.0, step=0.05):
 
 
 def helper_pids(host):
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.readlink(f"/proc/{pid}/exe") == host.bin:
-                out.append(int(pid))
-        except OSError:
-            pass
-    return out
+    return host.helper_pids()
 
 
 def live_processes(host, user):

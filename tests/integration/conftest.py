@@ -186,6 +186,17 @@ class Host:
                 out.append(int(pid))
         return out
 
+    def helper_pids(self):
+        """Processes running the installed helper (the waiting root parents)."""
+        out = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if os.readlink(f"/proc/{pid}/exe") == self.bin:
+                    out.append(int(pid))
+            except OSError:
+                pass
+        return out
+
     def wait_gone(self, user, timeout=5.0):
         deadline = time.time() + timeout
         while time.time() < deadline:

@@ -11,17 +11,6 @@ from conftest import PROXY, new_session
 from ptyutil import PtyProcess
 
 
-def helper_pids(host):
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.readlink(f"/proc/{pid}/exe") == host.bin:
-                out.append(int(pid))
-        except OSError:
-            pass
-    return out
-
-
 def wait_until(pred, timeout=10.0):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -50,7 +39,7 @@ def test_sigkill_of_the_caller_takes_the_whole_jail_and_closes_pam(host, alice):
     os.kill(caller.pid, signal.SIGKILL)
     caller.wait()
     assert host.wait_gone(alice), host.processes_of(alice)
-    assert wait_until(lambda: not helper_pids(host))
+    assert wait_until(lambda: not host.helper_pids())
     lines = host.audit_lines(f"session={s}", want=2)
     assert any("PAM session closed" in l for l in lines), lines
 
@@ -58,7 +47,7 @@ def test_sigkill_of_the_caller_takes_the_whole_jail_and_closes_pam(host, alice):
 def test_sigterm_to_the_helper_is_relayed_and_pam_closed(host, alice):
     s = new_session()
     caller = start_sleeping_jail(host, alice, s)
-    helper = [p for p in helper_pids(host)]
+    helper = [p for p in host.helper_pids()]
     assert len(helper) == 1
     os.kill(helper[0], signal.SIGTERM)
     assert host.wait_gone(alice)
@@ -70,7 +59,7 @@ def test_sigterm_to_the_helper_is_relayed_and_pam_closed(host, alice):
 def test_sighup_to_the_helper_is_relayed(host, alice):
     s = new_session()
     caller = start_sleeping_jail(host, alice, s)
-    os.kill(helper_pids(host)[0], signal.SIGHUP)
+    os.kill(host.helper_pids()[0], signal.SIGHUP)
     assert host.wait_gone(alice)
     caller.wait(10)
     assert any("status 129" in l for l in host.audit_lines(f"session={s}", want=2))
@@ -79,7 +68,7 @@ def test_sighup_to_the_helper_is_relayed(host, alice):
 def test_sigkill_of_the_helper_takes_the_jail(host, alice):
     s = new_session()
     caller = start_sleeping_jail(host, alice, s)
-    os.kill(helper_pids(host)[0], signal.SIGKILL)
+    os.kill(host.helper_pids()[0], signal.SIGKILL)
     assert host.wait_gone(alice), host.processes_of(alice)
     caller.wait(10)
 
@@ -101,7 +90,7 @@ def test_session_false_execs_bwrap_directly_and_dies_with_the_caller(host, alice
     conf = host.config_variant({"pam": "session = false"})
     caller = start_sleeping_jail(host, alice, s, config=conf)
     # no waiting root parent: the caller's child is bwrap itself
-    assert not helper_pids(host)
+    assert not host.helper_pids()
     lines = host.audit_lines(f"session={s}")
     assert any("no PAM session" in l for l in lines), lines
     os.kill(caller.pid, signal.SIGKILL)
