@@ -16,6 +16,9 @@ from conftest import NON_TENANT, PROXY, new_session
 from ptyutil import PtyProcess
 
 BASE = {"PATH": "/usr/bin:/bin"}
+# The controls preload into the plain (not setuid) binary; an ASan build
+# (tests/sanitize.sh) would refuse a preload that comes before its runtime.
+CONTROL = {**BASE, "ASAN_OPTIONS": "verify_asan_link_order=0"}
 
 
 def launch_inside(host, tenant, env, extra=""):
@@ -43,7 +46,7 @@ def refusal_with(host, env):
 
 def test_ld_preload_and_ld_audit_are_not_loaded_into_the_setuid_helper(host, alice, payloads, guard):
     # Control: the same library is loaded by the same binary without the setuid bit.
-    c = spawn([payloads.plain_bin, "--version"], env={**BASE, "LD_PRELOAD": payloads.preload_so})
+    c = spawn([payloads.plain_bin, "--version"], env={**CONTROL, "LD_PRELOAD": payloads.preload_so})
     assert c.returncode == 0 and any(m.startswith("preload.") for m in payloads.found()), payloads.found()
     payloads.clear()
 
@@ -62,7 +65,7 @@ def test_ld_preload_and_ld_audit_are_not_loaded_into_the_setuid_helper(host, ali
 def test_ld_library_path_cannot_substitute_a_library_of_the_helper(host, alice, payloads, guard):
     # Control: a fake libcap-ng.so.0 (the helper's capability library, with
     # "succeeding" stubs) is picked up by the plain binary.
-    c = spawn([payloads.plain_bin, "--version"], env={**BASE, "LD_LIBRARY_PATH": payloads.libdir})
+    c = spawn([payloads.plain_bin, "--version"], env={**CONTROL, "LD_LIBRARY_PATH": payloads.libdir})
     assert c.returncode == 0 and any(m.startswith("ldlibpath.") for m in payloads.found()), payloads.found()
     payloads.clear()
 
