@@ -94,15 +94,21 @@ Status prepare_socket_dir(const Account& tenant) {
     return ok_status();
 }
 
-Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pid_t expected_parent) {
+namespace {
+
+// The tenant's side of a launch, shared by every path into the jail: drop
+// to the tenant, tie this process to its parent with `deathsig`, run the
+// deferred probe, make the tmux socket directory.
+Status become_tenant(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pid_t expected_parent,
+                     int deathsig) {
     const Account& t = tenant.account;
     if (auto st = drop_privileges(t.uid, t.gid, tenant.groups); !st) return st.error();
     // The drop cleared the parent-death signal (it is reset on credential
-    // changes); set it again so this child dies with the waiting parent until
-    // bwrap's --die-with-parent takes over.
+    // changes); set it again so this process dies with (or, for the
+    // watcher, hears of the death of) its parent.
     // expected_parent was read before the fork: had the parent died before
     // this point, getppid() would already name init (or a subreaper).
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != expected_parent)
+    if (::prctl(PR_SET_PDEATHSIG, deathsig, 0, 0, 0) != 0 || ::getppid() != expected_parent)
         return fail(Exit::internal, "cannot tie the jail to its parent");
     // The deferred host probe, now as the tenant: refuse before bwrap if a
     // fresh procfs cannot be mounted here (proc = private never falls back).
@@ -115,6 +121,11 @@ Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pi
     }
     if (make_socket_dir)
         if (auto st = prepare_socket_dir(t); !st) return st.error();
+    return ok_status();
+}
+
+// Already the tenant: hand exactly the planned descriptors to bwrap and exec it.
+Error exec_bwrap(const Plan& plan) {
     // Descriptors opened since start-up (syslog, PAM modules, NSS) must not
     // reach the jail: mark every fd above 2 close-on-exec.
     if (::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) != 0)
@@ -127,42 +138,23 @@ Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pi
         return fail(Exit::internal, "cannot place the seccomp program");
     // sanitize_process ignored SIGXFSZ for the helper; the jail gets the default.
     if (::signal(SIGXFSZ, SIG_DFL) == SIG_ERR) return fail(Exit::internal, "cannot reset SIGXFSZ");
+    // The jail starts with nothing blocked (sanitize_process cleared the
+    // caller's mask; only the supervisors blocked the relayed signals since).
+    sigset_t none;
+    sigemptyset(&none);
+    if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) return fail(Exit::internal, "cannot reset the signal mask");
     auto argv = c_strings(plan.argv);
     auto envp = c_strings(plan.env);
     if (!fault::fail("exec")) ::execve(plan.bwrap.c_str(), argv.data(), envp.data());
     return fail(Exit::host, "cannot execute " + plan.bwrap + ": " + std::strerror(errno));
 }
 
-Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_socket_dir, PamSession& pam) {
-    // Block the relayed signals before forking so none is lost between fork
-    // and the wait loop (block_relayed_signals did so already before PAM).
-    const sigset_t set = forwarded_and_child();
-    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
-    // Subreaper: bwrap's pid 1 outlives the outer bwrap by a moment; as our
-    // orphan we reap it, so the PAM session is closed only once every process
-    // of the jail is gone (not while pid 1 is still exiting under init).
-    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
-        (void)pam.close();
-        return fail(Exit::internal, "cannot become the jail's subreaper");
-    }
-    const pid_t self = ::getpid();
-    const pid_t child = fault::fail("fork") ? -1 : ::fork();
-    if (child < 0) {
-        const std::string why = std::strerror(errno);
-        (void)pam.close();
-        return fail(Exit::internal, "fork failed: " + why);
-    }
-    if (child == 0) {
-        // The jail starts with nothing blocked (sanitize_process cleared the
-        // caller's mask; only we blocked the relayed signals since).
-        sigset_t none;
-        sigemptyset(&none);
-        if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) ::_exit(static_cast<int>(Exit::internal));
-        const Error e = exec_jail(plan, tenant, make_socket_dir, self);
-        log::refuse("fail", e.message);
-        ::_exit(static_cast<int>(e.code));
-    }
-    int status = 0;
+// Waits for `child` with the relayed signals (and SIGCHLD) blocked in `set`:
+// passes each relayed signal on to it, and once it is gone SIGKILLs
+// whatever was re-parented to us (we are a subreaper) until nothing is left.
+// Returns the child's wait status (-1 if it was never reaped).
+int supervise(pid_t child, const sigset_t& set) {
+    int status = -1;
     bool reaped = false;
     while (true) {
         // Reap whatever has exited: our child, or a descendant re-parented to us.
@@ -191,15 +183,86 @@ Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_soc
             break;
         }
         // TERM/HUP/INT/QUIT (including our own parent-death SIGHUP): pass it
-        // on; bwrap dies, and --die-with-parent takes the whole jail with it.
+        // on; bwrap dies, and --die-with-parent takes the whole jail with it
+        // (what it leaves behind comes to us and is SIGKILLed above).
         if (sig != SIGCHLD && !reaped) ::kill(child, sig);
     }
-    const auto closed = pam.close();
-    if (!closed) log::refuse("fail", closed.error().message);
-    if (!reaped) return static_cast<int>(Exit::internal);
+    return reaped ? status : -1;
+}
+
+// A wait status as an exit status: 128 + the signal, as a shell reports it.
+int exit_status_of(int status) {
+    if (status == -1) return static_cast<int>(Exit::internal);
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return static_cast<int>(Exit::internal);
+}
+
+// The watcher, between the root parent and bwrap: the tenant, unprivileged,
+// a subreaper. Its parent's death (even by SIGKILL, when nothing of the root
+// parent runs any more) reaches it as SIGHUP, which it relays like any other:
+// bwrap dies, and the sandbox that bwrap was still setting up, not yet armed
+// with --die-with-parent, is re-parented to the watcher and SIGKILLed.
+// Returns the exit status for the root parent; logs its own failures.
+int watch_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pid_t root_parent, const sigset_t& set) {
+    if (auto st = become_tenant(plan, tenant, make_socket_dir, root_parent, SIGHUP); !st) {
+        log::refuse("fail", st.error().message);
+        return static_cast<int>(st.error().code);
+    }
+    // The drop reset the dumpable flag to the system's suid_dumpable: this
+    // copy of the helper's memory stays out of the tenant's ptrace and cores.
+    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+        log::refuse("fail", "cannot set up the jail's watcher");
+        return static_cast<int>(Exit::internal);
+    }
+    const pid_t self = ::getpid();
+    const pid_t bwrap = ::fork();
+    if (bwrap < 0) {
+        log::refuse("fail", std::string("fork failed: ") + std::strerror(errno));
+        return static_cast<int>(Exit::internal);
+    }
+    if (bwrap == 0) {
+        // bwrap dies with the watcher until its own --die-with-parent is armed.
+        Error e = ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != self
+                      ? fail(Exit::internal, "cannot tie the jail to its parent")
+                      : exec_bwrap(plan);
+        log::refuse("fail", e.message);
+        ::_exit(static_cast<int>(e.code));
+    }
+    return exit_status_of(supervise(bwrap, set));
+}
+
+}  // namespace
+
+Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pid_t expected_parent) {
+    if (auto st = become_tenant(plan, tenant, make_socket_dir, expected_parent, SIGKILL); !st) return st.error();
+    return exec_bwrap(plan);
+}
+
+Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_socket_dir, PamSession& pam) {
+    // Block the relayed signals before forking so none is lost between fork
+    // and the wait loop (block_relayed_signals did so already before PAM).
+    const sigset_t set = forwarded_and_child();
+    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
+    // Subreaper: should the watcher die first (the tenant may kill its own
+    // processes), what it leaves of the jail comes to us, so the PAM session
+    // is closed only once every process of the jail is gone.
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+        (void)pam.close();
+        return fail(Exit::internal, "cannot become the jail's subreaper");
+    }
+    const pid_t self = ::getpid();
+    const pid_t child = fault::fail("fork") ? -1 : ::fork();
+    if (child < 0) {
+        const std::string why = std::strerror(errno);
+        (void)pam.close();
+        return fail(Exit::internal, "fork failed: " + why);
+    }
+    if (child == 0) ::_exit(watch_jail(plan, tenant, make_socket_dir, self, set));
+    const int status = supervise(child, set);
+    const auto closed = pam.close();
+    if (!closed) log::refuse("fail", closed.error().message);
+    return exit_status_of(status);
 }
 
 }  // namespace clihost

@@ -27,8 +27,9 @@ Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pi
 // the session is always closed (not left open by a default-action death).
 Status block_relayed_signals();
 
-// With a PAM session: fork, exec_jail in the child, wait in the parent, then
-// close the session. Returns the exit status to hand to our caller.
+// With a PAM session: fork a watcher that becomes the tenant and forks and
+// execs bwrap, wait in the parent (relaying signals), then close the
+// session. Returns the exit status to hand to our caller.
 Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_socket_dir, PamSession& pam);
 
 // Signals the waiting parent relays to the jail.

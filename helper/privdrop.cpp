@@ -76,9 +76,18 @@ Status verify_dropped(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) {
     capng_clear(CAPNG_SELECT_BOTH);
     if (capng_get_caps_process() != 0) return bad("cannot read capabilities");
     if (capng_have_capabilities(CAPNG_SELECT_CAPS) != CAPNG_NONE) return bad("capabilities remain");
-    if (capng_have_capabilities(CAPNG_SELECT_BOUNDS) != CAPNG_NONE) return bad("bounding set not empty");
-    for (int cap = 0; cap <= CAP_LAST_CAP; ++cap)
+    // Bounding and ambient sets straight from the kernel, not through the
+    // library that did the drop (libcap-ng parses the bounding set out of
+    // /proc/PID/status, which a /proc mounted for another pid namespace
+    // misreports). Ask up to 63: the kernel says EINVAL past its last
+    // capability, whatever this header knows.
+    for (int cap = 0; cap < 64; ++cap) {
+        const int bounded = ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+        if (bounded < 0 && cap <= CAP_LAST_CAP) return bad("cannot read the bounding set");
+        if (bounded < 0) break;
+        if (bounded == 1) return bad("bounding set not empty");
         if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1) return bad("ambient capabilities remain");
+    }
     if (::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) return bad("no_new_privs not set");
     return ok_status();
 }

@@ -187,7 +187,8 @@ class Host:
         return out
 
     def helper_pids(self):
-        """Processes running the installed helper (the waiting root parents)."""
+        """Processes running the installed helper: the waiting root parents
+        and their watchers (the tenant's side, between the parent and bwrap)."""
         out = []
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
@@ -195,6 +196,19 @@ class Host:
                     out.append(int(pid))
             except OSError:
                 pass
+        return out
+
+    def waiting_parents(self):
+        """The helper processes that still have effective uid 0."""
+        out = []
+        for pid in self.helper_pids():
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    uids = next(l for l in f if l.startswith("Uid:")).split()
+            except (OSError, StopIteration):
+                continue
+            if uids[2] == "0":
+                out.append(pid)
         return out
 
     def wait_gone(self, user, timeout=5.0):

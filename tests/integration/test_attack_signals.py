@@ -63,20 +63,26 @@ def children(pid):
         return []
 
 
-def bwrap_child(pid):
+def bwrap_child(pid, helper_bin):
+    """The outer bwrap below the helper (under its watcher, when there is one)."""
     for c in children(pid):
         try:
-            if os.readlink(f"/proc/{c}/exe") == "/usr/bin/bwrap":
-                return int(c)
+            exe = os.readlink(f"/proc/{c}/exe")
         except OSError:
-            pass
+            continue
+        if exe == "/usr/bin/bwrap":
+            return int(c)
+        if exe == helper_bin:
+            found = bwrap_child(int(c), helper_bin)
+            if found:
+                return found
     return None
 
 
-def sandbox_child_unarmed(helper):
+def sandbox_child_unarmed(host, helper):
     """bwrap has cloned its sandbox child, which has not forked yet: it is
     still setting the sandbox up, before do_init() arms --die-with-parent."""
-    outer = bwrap_child(helper)
+    outer = bwrap_child(helper, host.bin)
     inner = children(outer) if outer else []
     return bool(inner) and os.path.exists(f"/proc/{inner[0]}") and children(int(inner[0])) == []
 
@@ -86,22 +92,45 @@ def kill_leftovers(host, tenant):
     host.wait_gone(tenant)
 
 
+def relayed_signals_blocked(pid):
+    """The helper has blocked TERM (block_relayed_signals, right before
+    pam_start): from there on a TERM is relayed, not fatal."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            mask = int(next(l for l in f if l.startswith("SigBlk:")).split()[1], 16)
+    except (OSError, StopIteration):
+        return True
+    return bool(mask & (1 << (signal.SIGTERM - 1)))
+
+
+def runs_helper(host, pid):
+    try:
+        return os.readlink(f"/proc/{pid}/exe") == host.bin
+    except OSError:
+        return False
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["KILL", "TERM"])
 def test_signal_before_pam_leaves_nothing(host, alice, guard, sig):
     """Kills right after spawn, classified by stopping the helper first: only
-    samples that were still before pam_start (no PAM module mapped, no child)
-    count here; the later stages have their own tests below."""
+    samples where the helper already runs but is still before pam_start (no
+    PAM module mapped, no child, the relayed signals not blocked yet) count
+    here; the later stages have their own tests below."""
     early = 0
-    for delay in [0, 0, 0.0005, 0.001, 0.002, 0.003, 0.005, 0.008]:
+    delays = [0.0002, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008] * 3
+    for delay in delays:
+        if early >= 3:
+            break
         s = new_session()
         p = start_jail(host, alice, "sleep 1000", s)
         time.sleep(delay)
         os.kill(p.pid, signal.SIGSTOP)
         assert wait_until(lambda: stopped(p.pid), 5, step=0.0005)
-        before_pam = not pam_loaded(p.pid) and not children(p.pid)
+        before_pam = (runs_helper(host, p.pid) and not pam_loaded(p.pid) and not children(p.pid)
+                      and not relayed_signals_blocked(p.pid))
         os.kill(p.pid, sig)
         os.kill(p.pid, signal.SIGCONT)
-        if not before_pam:  # a later stage: tested below; just clean up
+        if not before_pam:  # another stage: tested below; just clean up
             p.kill()
             p.wait(timeout=10)
             kill_leftovers(host, alice)
@@ -115,52 +144,87 @@ def test_signal_before_pam_leaves_nothing(host, alice, guard, sig):
     guard.check()
 
 
-# Known limitation (SECURITY.md): bwrap arms --die-with-parent only in its
-# pid 1 (do_init), after the sandbox setup. SIGTERM is handled (the helper,
-# the jail's subreaper, SIGKILLs what bwrap leaves behind); a SIGKILL of the
-# helper itself during those milliseconds leaves the sandbox running under
-# init. Strict: this fails loudly once it is fixed, so the mark is removed.
-KILL_DURING_SETUP = pytest.mark.xfail(strict=True, reason="SIGKILL of the helper during bwrap's setup: the "
-                                      "sandbox, not yet armed with --die-with-parent, runs on under init")
+SLOW_DIRS, SLOW_MOUNTS = 48, 25
 
 
-@pytest.mark.parametrize("sig", [pytest.param(signal.SIGKILL, marks=KILL_DURING_SETUP), signal.SIGTERM],
-                         ids=["KILL", "TERM"])
-def test_signal_during_bwrap_setup_leaves_no_jail(host, alice, guard, sig):
-    """The moment bwrap's sandbox child exists but is still setting up, the
-    helper is signalled (TERM: relayed to bwrap; KILL: bwrap gets its
-    parent-death SIGKILL). The helper must end promptly and nothing of the
-    jail may survive it."""
-    bad = []
+@pytest.fixture
+def slow_bwrap_setup(host):
+    """A policy whose ro_bind list makes bwrap's sandbox setup take about a
+    tenth of a second instead of a few milliseconds: 48 directories with 25
+    small tmpfs mounts each, every one of which bwrap must remount read-only
+    (re-reading its mountinfo for each bind). That window, before bwrap arms
+    --die-with-parent in the sandbox, is then wide enough to be hit every
+    time rather than by luck."""
+    top = tempfile.mkdtemp(prefix="ctj-attack-slow-", dir="/run")
+    os.chmod(top, 0o755)
+    dirs = []
     try:
-        for i in range(10):
+        for i in range(SLOW_DIRS):
+            d = os.path.join(top, f"d{i:02d}")
+            dirs.append(d)
+            for j in range(SLOW_MOUNTS):
+                m = os.path.join(d, f"m{j:02d}")
+                os.makedirs(m)
+                subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k,mode=755", "ctj-slow", m], check=True)
+        base = "/usr /bin /sbin /lib /lib32 /lib64 /etc /opt /var/lib"
+        yield host.config_variant({"jail": f"ro_bind = {base} {' '.join(dirs)}"})
+    finally:
+        for m in sorted((l.split()[4] for l in open("/proc/self/mountinfo") if l.split()[4].startswith(top + "/")),
+                        reverse=True):
+            subprocess.run(["umount", "-l", m], capture_output=True)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["KILL", "TERM"])
+def test_signal_during_bwrap_setup_leaves_no_jail(host, alice, guard, sig, slow_bwrap_setup):
+    """The moment bwrap's sandbox child exists but is still setting up (not
+    yet armed with --die-with-parent), the helper is signalled. TERM: the
+    root parent relays it through the watcher to bwrap. KILL: nothing of the
+    root parent runs any more; the watcher (the tenant's side, a subreaper)
+    hears of its death as SIGHUP and relays that. Either way bwrap dies, the
+    half-built sandbox is re-parented to the watcher and SIGKILLed, the
+    helper ends promptly, and nothing of the jail survives it."""
+    bad = []
+    caught = 0
+    try:
+        for i in range(6):
             if len(bad) >= 2:
                 break
             s = new_session()
-            p = start_jail(host, alice, "sleep 1000", s)
-            assert wait_until(lambda: sandbox_child_unarmed(p.pid) or p.poll() is not None, 10, step=0.0001)
+            started = time.time()
+            p = subprocess.Popen(host.jail(alice, "sleep 1000", session=s), stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
+                                 env={"PATH": "/usr/bin:/bin", "CLIHOST_JAIL_CONFIG": slow_bwrap_setup},
+                                 start_new_session=True)
+            p.started = started
+            assert wait_until(lambda: sandbox_child_unarmed(host, p.pid) or p.poll() is not None, 10, step=0.0002)
+            if p.poll() is not None:
+                bad.append(("helper exited before bwrap's setup was seen", p.returncode))
+                continue
             os.kill(p.pid, sig)
+            caught += 1
             hung = False
             try:
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 hung = True
-                os.kill(p.pid, signal.SIGTERM)  # a second TERM, as a impatient caller would
-                time.sleep(1)
-                bad.append(("helper still waiting 5 s after the signal and 1 s after a second TERM",
-                            p.poll(), live_processes(host, alice)))
+                bad.append(("helper still waiting 5 s after the signal", live_processes(host, alice)))
                 p.kill()
                 p.wait()
             if not wait_no_live(host, alice, timeout=1.5):
                 bad.append(("jail outlived the helper", [
                     (q, open(f"/proc/{q}/cmdline").read().replace("\0", " ")[:40]) for q in live_processes(host, alice)]))
             kill_leftovers(host, alice)
-            if sig == signal.SIGTERM and not hung:  # (a hung helper was SIGKILLed above)
+            if sig == signal.SIGTERM and not hung:
+                assert p.returncode == 128 + sig, p.returncode
                 opened, closed = pam_lines(host, p)
-                assert opened == closed, (opened, closed)
+                assert (opened, closed) == (1, 1), (opened, closed)
+            else:
+                assert p.returncode == -sig, p.returncode
     finally:
         kill_leftovers(host, alice)
     assert not bad, bad
+    assert caught >= 3, caught
     guard.check()
 
 
@@ -392,7 +456,7 @@ def test_crash_of_the_waiting_root_parent_writes_no_core(host, alice, guard, cal
                                  stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"},
                                  preexec_fn=lambda: _demote_and_limit(user, unlimited), start_new_session=True)
             wait_sleeping(host, alice)
-            assert helper_pids(host) == [p.pid]  # the waiting parent (the child became bwrap)
+            assert host.waiting_parents() == [p.pid]  # the waiting parent (its watcher is the tenant)
             os.kill(p.pid, sig)
             p.wait(timeout=10)
             assert p.returncode == -sig, p.returncode
@@ -413,3 +477,70 @@ def _demote_and_limit(user, limits):
         os.setuid(pw.pw_uid)
     for res, val in limits:
         resource.setrlimit(res, val)
+
+
+def watcher_of(host, tenant):
+    """The helper process that runs as the tenant (between the root parent and bwrap)."""
+    uid = str(pwd.getpwnam(tenant).pw_uid)
+    out = []
+    for pid in host.helper_pids():
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                if next(l for l in f if l.startswith("Uid:")).split()[1:4] == [uid] * 3:
+                    out.append(pid)
+        except (OSError, StopIteration):
+            pass
+    return out
+
+
+PTRACE_AND_PEEK = r"""
+import ctypes, os, sys
+pid = int(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+PTRACE_ATTACH = 16
+rc = libc.ptrace(PTRACE_ATTACH, pid, None, None)
+print("attach", rc, ctypes.get_errno())
+for name in ("mem", "environ"):
+    try:
+        open(f"/proc/{pid}/{name}", "rb").read(1)
+        print(name, "readable")
+    except OSError as e:
+        print(name, "denied", e.errno)
+"""
+
+
+def test_the_tenant_cannot_ptrace_the_watcher(host, alice, guard):
+    """The watcher is the tenant's uid but a copy of the helper's memory (the
+    PAM handle among it): outside the jail the tenant's own processes can
+    neither attach to it nor read its memory or environment."""
+    s = new_session()
+    p = start_jail(host, alice, "sleep 1000", s)
+    try:
+        wait_sleeping(host, alice)
+        watchers = watcher_of(host, alice)
+        assert len(watchers) == 1, watchers
+        r = host.run_as(alice, ["/usr/bin/python3", "-c", PTRACE_AND_PEEK, str(watchers[0])])
+        assert r.returncode == 0, r.stderr
+        assert "attach -1 1" in r.stdout, r.stdout  # EPERM
+        assert "mem denied" in r.stdout and "environ denied" in r.stdout, r.stdout
+        assert not stopped(watchers[0])
+    finally:
+        os.kill(p.pid, signal.SIGTERM)
+        p.wait(timeout=10)
+    assert_nothing_left(host, alice)
+    guard.check()
+
+
+def test_the_tenant_killing_the_watcher_ends_the_jail_and_pam(host, alice, guard):
+    s = new_session()
+    p = start_jail(host, alice, "sleep 1000", s)
+    wait_sleeping(host, alice)
+    watchers = watcher_of(host, alice)
+    assert len(watchers) == 1, watchers
+    k = host.run_as(alice, ["kill", "-KILL", str(watchers[0])])
+    assert k.returncode == 0, k.stderr
+    p.wait(timeout=10)
+    assert p.returncode == 128 + signal.SIGKILL, p.returncode
+    assert_nothing_left(host, alice)
+    assert pam_lines(host, p) == (1, 1)
+    guard.check()

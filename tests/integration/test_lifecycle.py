@@ -47,8 +47,8 @@ def test_sigkill_of_the_caller_takes_the_whole_jail_and_closes_pam(host, alice):
 def test_sigterm_to_the_helper_is_relayed_and_pam_closed(host, alice):
     s = new_session()
     caller = start_sleeping_jail(host, alice, s)
-    helper = [p for p in host.helper_pids()]
-    assert len(helper) == 1
+    helper = host.waiting_parents()
+    assert len(helper) == 1, helper
     os.kill(helper[0], signal.SIGTERM)
     assert host.wait_gone(alice)
     caller.wait(10)
@@ -59,7 +59,7 @@ def test_sigterm_to_the_helper_is_relayed_and_pam_closed(host, alice):
 def test_sighup_to_the_helper_is_relayed(host, alice):
     s = new_session()
     caller = start_sleeping_jail(host, alice, s)
-    os.kill(host.helper_pids()[0], signal.SIGHUP)
+    os.kill(host.waiting_parents()[0], signal.SIGHUP)
     assert host.wait_gone(alice)
     caller.wait(10)
     assert any("status 129" in l for l in host.audit_lines(f"session={s}", want=2))
@@ -68,7 +68,7 @@ def test_sighup_to_the_helper_is_relayed(host, alice):
 def test_sigkill_of_the_helper_takes_the_jail(host, alice):
     s = new_session()
     caller = start_sleeping_jail(host, alice, s)
-    os.kill(host.helper_pids()[0], signal.SIGKILL)
+    os.kill(host.waiting_parents()[0], signal.SIGKILL)
     assert host.wait_gone(alice), host.processes_of(alice)
     caller.wait(10)
 
