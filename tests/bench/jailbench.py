@@ -199,7 +199,7 @@ def cmd_concurrent(a):
 # ------------------------------------------------------- memory and teardown
 
 def wait_for_chain(helper_pid, timeout):
-    """helper -> bwrap -> bwrap (pid 1) -> sleep, once sleep exists."""
+    """helper -> watcher -> bwrap -> bwrap (pid 1) -> sleep, once sleep exists."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         d = descendants(helper_pid)
@@ -308,6 +308,10 @@ def cmd_sessions(a):
         "helper_VmRSS_kib_median": med([m[0]["VmRSS_kib"] for m in mem]),
         "helper_Pss_kib_median": med([m[0]["Pss_kib"] for m in mem]),
         "helper_Uss_kib_median": med([m[0]["Uss_kib"] for m in mem]),
+        # The watcher (the chain's second process, the helper's image as the tenant).
+        "watcher_VmHWM_kib_median": med([m[1]["VmHWM_kib"] for m in mem]),
+        "watcher_Pss_kib_median": med([m[1]["Pss_kib"] for m in mem]),
+        "watcher_Uss_kib_median": med([m[1]["Uss_kib"] for m in mem]),
         "chain_VmHWM_kib_median": med(chain_hwm), "chain_VmRSS_kib_median": med(chain_rss),
         "chain_Pss_kib_median": med(chain_pss),
         "chain_Uss_kib_median": med([sum(p["Uss_kib"] for p in m) for m in mem]),
@@ -470,6 +474,8 @@ def cmd_report(a):
     print(f"  waiting parent: VmHWM median {mib(sess['helper_VmHWM_kib_median']):.2f} MiB"
           f" (max {mib(sess['helper_VmHWM_kib_max']):.2f}); Pss {mib(sess['helper_Pss_kib_median']):.2f} MiB;"
           f" USS {mib(sess['helper_Uss_kib_median']):.2f} MiB")
+    print(f"  watcher: VmHWM median {mib(sess['watcher_VmHWM_kib_median']):.2f} MiB;"
+          f" Pss {mib(sess['watcher_Pss_kib_median']):.2f} MiB; USS {mib(sess['watcher_Uss_kib_median']):.2f} MiB")
     print(f"  whole chain per session: sum VmHWM {mib(sess['chain_VmHWM_kib_median']):.2f} MiB,"
           f" sum VmRSS {mib(sess['chain_VmRSS_kib_median']):.2f} MiB, sum Pss {mib(sess['chain_Pss_kib_median']):.2f} MiB,"
           f" sum USS {mib(sess['chain_Uss_kib_median']):.2f} MiB")

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# `cmake --install` as an operator runs it (into a DESTDIR here, so the host
+# stays untouched): the helper lands in libexec as root:clihost mode 4750, the
+# PAM service and man pages where man and PAM look, the example policy is
+# installed once and an operator's edited policy survives a re-install.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+[ "$(id -u)" = 0 ] || { echo "cmake_install: needs root" >&2; exit 1; }
+pass=0 fail=0
+ok() { echo "ok - $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+
+work=$(mktemp -d)
+made_group=0
+cleanup() {
+  rm -rf "$work"
+  if [ "$made_group" = 1 ]; then groupdel clihost >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+# The install rule chowns to the proxy group; on a fresh host the package's
+# postinst or quickstart creates it, here the test does (and removes it).
+if ! getent group clihost >/dev/null; then groupadd --system clihost; made_group=1; fi
+
+cmake -S "$repo" -B "$work/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+  -DCLIHOST_JAIL_TESTS=OFF >/dev/null
+cmake --build "$work/build" -j"$(nproc)" >/dev/null
+root=$work/root
+DESTDIR=$root cmake --install "$work/build" >"$work/install1.log"
+
+bin=$root/usr/libexec/clihost-jail/clihost-jail
+check "helper installed in libexec" "[ -x '$bin' ]"
+check "helper is root:clihost" "[ \"\$(stat -c %U:%G '$bin')\" = root:clihost ]"
+check "helper is mode 4750 (setuid, only the proxy group may exec)" "[ \"\$(stat -c %a '$bin')\" = 4750 ]"
+check "installed helper runs" "'$bin' --version | grep -q '^clihost-jail '"
+check "PAM service is the repo's, mode 644" \
+  "cmp -s '$root/etc/pam.d/clihost-jail' '$repo/pam/clihost-jail' && [ \"\$(stat -c %a '$root/etc/pam.d/clihost-jail')\" = 644 ]"
+check "example policy installed, mode 644" \
+  "cmp -s '$root/etc/clihost-jail/jail.conf' '$repo/install/jail.conf' && [ \"\$(stat -c %a '$root/etc/clihost-jail/jail.conf')\" = 644 ]"
+check "clihost-jail(8) installed" "[ -f '$root/usr/share/man/man8/clihost-jail.8' ]"
+check "clihost-jail.conf(5) installed" "[ -f '$root/usr/share/man/man5/clihost-jail.conf.5' ]"
+check "sudoers drop-in shipped as an example" "[ -f '$root/usr/share/doc/clihost-jail/examples/sudoers.d/clihost-jail' ]"
+
+# The operator edits the policy; a re-install (upgrade) must keep it.
+printf '[jail]\nproc = private-or-hidepid\n' >"$root/etc/clihost-jail/jail.conf"
+DESTDIR=$root cmake --install "$work/build" >"$work/install2.log"
+check "an edited policy survives a re-install" "grep -q 'private-or-hidepid' '$root/etc/clihost-jail/jail.conf'"
+check "the re-install says it kept the policy" "grep -q 'Keeping existing' '$work/install2.log'"
+check "the helper is still 4750 after a re-install" "[ \"\$(stat -c %a '$bin')\" = 4750 ]"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
