@@ -506,13 +506,31 @@ for name in ("mem", "environ"):
         print(name, "readable")
     except OSError as e:
         print(name, "denied", e.errno)
+try:
+    print("fds", os.listdir(f"/proc/{pid}/fd"))
+except OSError as e:
+    print("fd denied", e.errno)
 """
 
 
-def test_the_tenant_cannot_ptrace_the_watcher(host, alice, guard):
-    """The watcher is the tenant's uid but a copy of the helper's memory (the
-    PAM handle among it): outside the jail the tenant's own processes can
-    neither attach to it nor read its memory or environment."""
+@pytest.fixture(params=[0, 1], ids=["suid_dumpable=0", "suid_dumpable=1"])
+def suid_dumpable(request):
+    """With fs.suid_dumpable = 1 the kernel leaves a process dumpable after
+    it changes uid, so only the watcher's own PR_SET_DUMPABLE 0 protects it."""
+    path = "/proc/sys/fs/suid_dumpable"
+    saved = open(path).read()
+    with open(path, "w") as f:
+        f.write(str(request.param))
+    yield request.param
+    with open(path, "w") as f:
+        f.write(saved)
+
+
+def test_the_tenant_cannot_ptrace_the_watcher(host, alice, guard, suid_dumpable):
+    """The watcher is the tenant's uid but a copy of the helper's memory and
+    descriptors (the PAM handle among them): outside the jail the tenant's
+    own processes can neither attach to it nor read its memory, environment
+    or descriptors."""
     s = new_session()
     p = start_jail(host, alice, "sleep 1000", s)
     try:
@@ -523,6 +541,7 @@ def test_the_tenant_cannot_ptrace_the_watcher(host, alice, guard):
         assert r.returncode == 0, r.stderr
         assert "attach -1 1" in r.stdout, r.stdout  # EPERM
         assert "mem denied" in r.stdout and "environ denied" in r.stdout, r.stdout
+        assert "fd denied" in r.stdout, r.stdout
         assert not stopped(watchers[0])
     finally:
         os.kill(p.pid, signal.SIGTERM)
