@@ -114,6 +114,7 @@ Status become_tenant(const Plan& plan, const Tenant& tenant, bool make_socket_di
     // fresh procfs cannot be mounted here (proc = private never falls back).
     if (plan.trial_in_child) {
         const auto trial = trial_namespaces(t.uid, t.gid);
+        if (trial.process_limit) return fail(Exit::host, "cannot start the jail: " + trial.detail);
         if (!trial.user_namespaces)
             return fail(Exit::host, "user namespaces are unavailable: " + trial.detail);
         if (!trial.fresh_proc)
@@ -216,7 +217,7 @@ int watch_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pid
         return static_cast<int>(Exit::internal);
     }
     const pid_t self = ::getpid();
-    const pid_t bwrap = ::fork();
+    const pid_t bwrap = fault::fail("fork_bwrap") ? -1 : ::fork();
     if (bwrap < 0) {
         log::refuse("fail", std::string("fork failed: ") + std::strerror(errno));
         return static_cast<int>(Exit::internal);
