@@ -50,7 +50,7 @@ std::string read_small_file(const char* path) {
 
 // Child-side codes of the trial, reported through the exit status.
 enum TrialCode { kTrialOk = 0, kTrialDropFailed = 10, kTrialNoUserns = 11, kTrialForkFailed = 12,
-                 kTrialNoProc = 13, kTrialPrivateFailed = 14 };
+                 kTrialNoProc = 13, kTrialPrivateFailed = 14, kTrialProcessLimit = 15 };
 
 // New user+mount+pid namespaces in one clone (the child is pid 1 there),
 // which then mounts a fresh procfs. Returns a TrialCode.
@@ -58,7 +58,8 @@ int trial_clone() {
     const long pid = fault::fail("probe") ? -1
                                           : ::syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD,
                                                       nullptr, nullptr, nullptr, nullptr);
-    if (pid < 0) return kTrialNoUserns;
+    // EAGAIN: the uid is at its RLIMIT_NPROC, which says nothing about namespaces.
+    if (pid < 0) return errno == EAGAIN ? kTrialProcessLimit : kTrialNoUserns;
     if (pid == 0) {
         if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(kTrialPrivateFailed);
         if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) ::_exit(kTrialNoProc);
@@ -87,6 +88,10 @@ TrialResult describe(int code) {
         case kTrialPrivateFailed: r.user_namespaces = true; r.detail = "mount propagation cannot be made private"; break;
         case kTrialNoUserns: r.detail = "unprivileged user namespaces are not available"; break;
         case kTrialDropFailed: r.detail = "the trial could not drop privileges"; break;
+        case kTrialProcessLimit:
+            r.process_limit = true;
+            r.detail = "the tenant's process limit (RLIMIT_NPROC) leaves no room for the namespace trial";
+            break;
         default: r.detail = "the namespace trial failed"; break;
     }
     return r;

@@ -38,6 +38,7 @@ std::vector<HostPath> inspect_host_paths(const std::vector<std::string>& paths);
 struct TrialResult {
     bool user_namespaces{false};
     bool fresh_proc{false};
+    bool process_limit{false};  // the clone failed for RLIMIT_NPROC, not for namespaces
     std::string detail;
 };
 

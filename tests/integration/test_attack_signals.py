@@ -215,10 +215,13 @@ def test_signal_during_bwrap_setup_leaves_no_jail(host, alice, guard, sig, slow_
                 bad.append(("jail outlived the helper", [
                     (q, open(f"/proc/{q}/cmdline").read().replace("\0", " ")[:40]) for q in live_processes(host, alice)]))
             kill_leftovers(host, alice)
+            lines = host.audit_lines(f"session={s}", want=2 if sig == signal.SIGTERM else 1)
+            assert any("decision=allow" in l for l in lines), lines
             if sig == signal.SIGTERM and not hung:
                 assert p.returncode == 128 + sig, p.returncode
                 opened, closed = pam_lines(host, p)
                 assert (opened, closed) == (1, 1), (opened, closed)
+                assert any("decision=exit" in l and "PAM session closed" in l for l in lines), lines
             else:
                 assert p.returncode == -sig, p.returncode
     finally:
@@ -228,8 +231,8 @@ def test_signal_during_bwrap_setup_leaves_no_jail(host, alice, guard, sig, slow_
     guard.check()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
-                         ids=["KILL", "TERM", "HUP", "INT"])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT],
+                         ids=["KILL", "TERM", "HUP", "INT", "QUIT"])
 def test_signal_from_the_caller_during_the_run_ends_the_jail(host, alice, guard, sig):
     s = new_session()
     p = start_jail(host, alice, "sleep 1000", s)
@@ -285,21 +288,33 @@ def slow_pam(host):
     os.unlink(svc)
 
 
-def test_sigterm_while_pam_opens_still_closes_the_session(host, alice, guard, slow_pam):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
+def test_signal_while_pam_opens(host, alice, guard, slow_pam, sig):
+    """The signal lands while pam_open_session runs (pam_unix has opened,
+    pam_exec sleeps). TERM: the session that was opened is closed, and the
+    helper says so. KILL: nothing of the root parent runs any more (the PAM
+    session stays open, see SECURITY.md), but no jail is started either."""
     s = new_session()
     started = time.time()
     p = subprocess.Popen(host.jail(alice, "sleep 1000", session=s), stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin", "CLIHOST_JAIL_CONFIG": slow_pam})
     p.started = started
     assert wait_until(lambda: pam_lines(host, p)[0] == 1, 5)  # pam_unix opened; pam_exec sleeps
-    os.kill(p.pid, signal.SIGTERM)
+    os.kill(p.pid, sig)
     p.wait(timeout=10)
-    assert_nothing_left(host, alice)
     time.sleep(1.2)  # the pam_exec child
+    assert_nothing_left(host, alice)
     guard.check()
-    # The session that was opened is closed, and the helper says so.
-    assert pam_lines(host, p) == (1, 1), pid_lines(host, p.pid, p.started)
-    assert host.audit_lines(f"session={s}"), "no audit line at all for this session"
+    if sig == signal.SIGTERM:
+        assert p.returncode == 128 + sig, p.returncode
+        assert pam_lines(host, p) == (1, 1), pid_lines(host, p.pid, p.started)
+        lines = host.audit_lines(f"session={s}", want=2)
+        assert any("decision=exit" in l and "PAM session closed" in l for l in lines), lines
+    else:
+        assert p.returncode == -sig, p.returncode
+        assert pam_lines(host, p) == (1, 0)
+        # The allow line is written after the session opened: the helper died first.
+        assert not any("decision=allow" in l for l in host.audit_lines(f"session={s}", timeout=0.5))
 
 
 def run_limited(host, tenant, limits, script="true", pipes=False, timeout=60):
@@ -361,8 +376,10 @@ def test_rlimit_nofile_reaching_bwrap_fails_closed_and_promptly(host, alice, gua
 
 
 def test_rlimit_nproc(host, alice, guard):
-    # The tenant already runs 3 processes; the caller's RLIMIT_NPROC is 0, 1,
-    # or exactly that count, so the drop to the tenant lands at/over the limit.
+    """The tenant already runs 3 processes; the caller's RLIMIT_NPROC is 0, 1,
+    exactly that count or one more (taken by the watcher), so the drop to the
+    tenant lands at or over the limit: the jail fails closed, saying why
+    (not "user namespaces are unavailable"). With room to spare it runs."""
     pw = pwd.getpwnam(alice)
 
     def as_alice():
@@ -374,6 +391,11 @@ def test_rlimit_nproc(host, alice, guard):
         for n in [0, 1, 3, 4]:
             r, s = run_limited(host, alice, [(resource.RLIMIT_NPROC, (n, n))], "id -u")
             assert_refused_or_inside(host, alice, r, s)
+            assert r.returncode == 3 and "CTJ_INSIDE" not in r.stdout, (n, r)
+            assert "RLIMIT_NPROC" in r.stderr, (n, r)
+        r, s = run_limited(host, alice, [(resource.RLIMIT_NPROC, (64, 64))], "id -u")
+        assert "CTJ_INSIDE" in r.stdout and r.returncode == 0, r
+        assert_refused_or_inside(host, alice, r, s)
     finally:
         for p in sleepers:
             p.kill()
