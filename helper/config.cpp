@@ -173,11 +173,15 @@ bool is_valid_env_name(std::string_view name) {
 }
 
 bool is_reserved_env_name(std::string_view name) {
-    static constexpr std::array<std::string_view, 20> kReserved{
+    static constexpr std::array<std::string_view, 21> kReserved{
         "HOME", "USER", "LOGNAME", "SHELL", "PATH", "TTYD_SANDBOX", "IFS", "ENV", "BASH_ENV",
         "GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "RESOLV_HOST_CONF", "MALLOC_CHECK_",
-        "TMUX", "TMUX_TMPDIR", "PYTHONPATH", "PERL5LIB", "SHELLOPTS"};
-    if (name.substr(0, 3) == "LD_" || name.substr(0, 6) == "GLIBC_") return true;
+        "TMUX", "TMUX_TMPDIR", "PYTHONPATH", "PERL5LIB", "SHELLOPTS",
+        // The clihost proxy's own secrets: its environment holds them, and a
+        // tenant must never read the terminal password or the session keys.
+        "TTYD_PASSWORD"};
+    if (name.substr(0, 3) == "LD_" || name.substr(0, 6) == "GLIBC_" || name.substr(0, 15) == "PASSWORD_SECRET")
+        return true;
     return std::find(kReserved.begin(), kReserved.end(), name) != kReserved.end();
 }
 

@@ -110,6 +110,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"UidSentinel", "[tenants]\nmax_uid = 4294967295\n"},
         BadConfig{"UidJunk", "[tenants]\nmax_uid = 12ab\n"},
         BadConfig{"LdPreloadPassThrough", "[jail]\nextra_env = LD_PRELOAD\n"},
+        BadConfig{"TtydPasswordPassThrough", "[jail]\nextra_env = TERM TTYD_PASSWORD\n"},
+        BadConfig{"PasswordSecretPassThrough", "[jail]\nextra_env = PASSWORD_SECRET_KEY\n"},
         BadConfig{"PathPassThrough", "[jail]\nextra_env = PATH\n"},
         BadConfig{"SandboxPassThrough", "[jail]\nextra_env = TTYD_SANDBOX\n"},
         BadConfig{"BadEnvName", "[jail]\nextra_env = 1TERM\n"},
