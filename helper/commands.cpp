@@ -223,8 +223,10 @@ int do_check(const Prepared& p, const StartState& start) {
         const uid_t uid = p.tenant ? p.tenant->account.uid : kNobody;
         const gid_t gid = p.tenant ? p.tenant->account.gid : kNobody;
         const auto version = dropped_output(uid, gid, {policy.bwrap, "--version"});
-        line("bwrap", policy.bwrap + ": ok (root-owned, not writable by group/others), " +
-                          (version.empty() ? std::string("version unknown") : version));
+        // A bwrap that cannot even print its version as an unprivileged user
+        // will not start a jail either.
+        if (version.empty()) problem("bwrap", policy.bwrap + " --version failed when run unprivileged");
+        else line("bwrap", policy.bwrap + ": ok (root-owned, not writable by group/others), " + version);
     }
     line("user namespaces", p.probe.user_namespaces ? "yes" : "no (" + p.probe.trial_detail + ")");
     line("fresh procfs", p.probe.fresh_proc ? "yes" : "no (" + p.probe.trial_detail + ")");
@@ -236,6 +238,12 @@ int do_check(const Prepared& p, const StartState& start) {
     if (p.tenant) {
         line("tenant", p.tenant->account.name + ": ok (uid " + std::to_string(p.tenant->account.uid) + ", home " +
                            p.tenant->account.home + ")");
+        // run would refuse an expired tenant in pam_acct_mgmt: so does check.
+        if (policy.pam_session && can_start) {
+            if (auto st = PamSession::check_account(policy.pam_service, p.tenant->account.name, p.caller.name); !st)
+                problem("pam account", st.error().message);
+            else line("pam account", "ok (" + policy.pam_service + " account checks pass for " + p.tenant->account.name + ")");
+        }
         auto plan = build_plan(policy, *p.tenant, Request{Verb::run, "check", {}}, p.probe, start.caller_env, {});
         if (!plan) problem("plan", plan.error().message);
         else if (can_start && !trial_jail(p)) problem("jail trial", "bwrap could not start /bin/true in the jail");

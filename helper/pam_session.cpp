@@ -58,6 +58,21 @@ Result<std::unique_ptr<PamSession>> PamSession::open(const std::string& service,
     return s;
 }
 
+Status PamSession::check_account(const std::string& service, const std::string& tenant, const std::string& ruser) {
+    static const pam_conv conv{quiet_conversation, nullptr};
+    pam_handle_t* h = nullptr;
+    int rc = pam_start(service.c_str(), tenant.c_str(), &conv, &h);
+    if (rc != PAM_SUCCESS) {
+        if (h != nullptr) pam_end(h, rc);
+        return fail(Exit::host, "PAM start failed for service " + service);
+    }
+    Status st = ok_status();
+    if ((rc = pam_set_item(h, PAM_RUSER, ruser.c_str())) != PAM_SUCCESS) st = pam_error(h, "set_item", rc);
+    else if ((rc = pam_acct_mgmt(h, PAM_SILENT)) != PAM_SUCCESS) st = pam_error(h, "account check", rc);
+    pam_end(h, rc);
+    return st;
+}
+
 std::vector<std::string> PamSession::environment() const {
     std::vector<std::string> out;
     char** list = pam_getenvlist(handle_);

@@ -19,6 +19,10 @@ public:
     // caller was authorised by our own policy and no password is ever asked.
     static Result<std::unique_ptr<PamSession>> open(const std::string& service, const std::string& tenant,
                                                     const std::string& ruser, const std::string& tty);
+    // For `check`: pam_start -> PAM_RUSER -> pam_acct_mgmt -> pam_end. Would
+    // the tenant pass the account checks that `run` makes? No session, no
+    // credentials, no side effects beyond what the account modules do.
+    static Status check_account(const std::string& service, const std::string& tenant, const std::string& ruser);
     ~PamSession();  // closes if still open
     PamSession(const PamSession&) = delete;
     PamSession& operator=(const PamSession&) = delete;

@@ -1,6 +1,8 @@
 """check reports the host and exits 0 only when a jail can start; print shows
 the exact plan, shell-quoted, and it is what run executes."""
+import os
 import shlex
+import subprocess
 
 from conftest import PROXY, new_session
 
@@ -10,7 +12,7 @@ def test_check_reports_a_startable_jail(host, alice):
     assert r.returncode == 0, r.stdout + r.stderr
     for key in ["invocation: setuid", "config:", "bwrap: /usr/bin/bwrap: ok", "bubblewrap",
                 "user namespaces: yes", "fresh procfs: yes", "host /proc hidepid=invisible:",
-                f"tenant: {alice}: ok", "jail trial: ok", "result: a jail can start"]:
+                f"tenant: {alice}: ok", "pam account: ok", "jail trial: ok", "result: a jail can start"]:
         assert key in r.stdout, key
 
 
@@ -24,6 +26,35 @@ def test_check_fails_with_exit_3_when_bwrap_is_missing(host):
 def test_check_refuses_an_invalid_tenant(host):
     r = host.run_root([host.bin, "check", "--user", "root"])
     assert r.returncode == 1
+    assert r.stderr.startswith("clihost-jail: ") and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_check_fails_for_a_tenant_that_run_would_refuse_in_pam(host, alice):
+    """An expired account passes the helper's own tenant checks but not PAM's
+    account check: check must say so (exit 3), as run would refuse it."""
+    subprocess.run(["usermod", "-e", "1", alice], check=True)
+    try:
+        r = host.run_as(PROXY, [host.bin, "check", "--user", alice])
+        assert r.returncode == 3, r.stdout + r.stderr
+        assert "pam account: FAIL" in r.stdout and "result: a jail cannot start" in r.stdout, r.stdout
+        assert "jail trial" not in r.stdout
+    finally:
+        subprocess.run(["usermod", "-e", "", alice], check=True)
+    assert host.run_as(PROXY, [host.bin, "check", "--user", alice]).returncode == 0
+
+
+def test_check_fails_when_bwrap_cannot_even_print_its_version(host, alice):
+    fake = os.path.join(host.prefix, "broken-bwrap")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\nexit 1\n")
+    os.chmod(fake, 0o755)
+    try:
+        conf = host.config_variant({"jail": f"bwrap = {fake}"})
+        r = host.run_root([host.bin, "check"], config=conf)
+        assert r.returncode == 3, r.stdout + r.stderr
+        assert "bwrap: FAIL" in r.stdout and "--version failed" in r.stdout, r.stdout
+    finally:
+        os.unlink(fake)
 
 
 def test_print_is_the_exact_plan_and_runs_as_printed(host, alice):
