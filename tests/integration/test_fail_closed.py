@@ -1,7 +1,10 @@
 """Every failure is fail-closed: no command runs, one stderr line, exit code
 from DESIGN.md, an audit line."""
 import os
+import pwd
 import shutil
+
+import pytest
 
 from conftest import PROXY, new_session
 
@@ -125,3 +128,26 @@ def test_pam_service_missing_fails_closed(host, alice):
     # Linux-PAM would fall back to /etc/pam.d/other, which admits everyone.
     assert_closed(host, r, s, 3, marker)
     assert "PAM service" in r.stderr
+
+
+@pytest.mark.parametrize("shape", ["symlink", "group-writable", "not-root-owned"])
+def test_untrusted_pam_service_fails_closed(host, alice, shape):
+    """A PAM service file that someone other than root could have written
+    (or that points elsewhere) decides who gets a session: refused, exit 3."""
+    name = f"ctj-untrusted-{shape}"
+    path = f"/etc/pam.d/{name}"
+    target = "/etc/pam.d/clihost-jail"
+    try:
+        if shape == "symlink":
+            os.symlink(target, path)
+        else:
+            shutil.copy(target, path)
+            os.chmod(path, 0o664 if shape == "group-writable" else 0o644)
+            if shape == "not-root-owned":
+                os.chown(path, pwd.getpwnam(alice).pw_uid, 0)
+        conf = host.config_variant({"pam": f"service = {name}"})
+        r, s, marker = attempt(host, alice, conf)
+        assert_closed(host, r, s, 3, marker)
+        assert "PAM service" in r.stderr, r.stderr
+    finally:
+        os.unlink(path)

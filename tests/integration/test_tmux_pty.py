@@ -3,6 +3,7 @@ $HOME/.cache/tmux (made by the tenant, 0700), a second run reattaches, and
 `clihost-jail kill` ends the session on the jail's socket."""
 import os
 import pwd
+import shutil
 import stat
 import time
 
@@ -120,3 +121,30 @@ def test_symlinked_tmux_dir_is_refused(host, bob, terminals):
         assert not os.path.exists(os.path.join(target, "clihost.sock"))
     finally:
         os.unlink(link)
+
+
+@pytest.mark.parametrize("which", [".cache", ".cache/tmux"])
+def test_socket_dir_not_owned_by_the_tenant_is_refused(host, bob, terminals, which):
+    """A real directory on the socket path that the tenant does not own (left
+    by root or another user) is refused, not used or taken over."""
+    home = host.home(bob)
+    uid = pwd.getpwnam(bob).pw_uid
+    cache = os.path.join(home, ".cache")
+    tmux = os.path.join(cache, "tmux")
+    shutil.rmtree(cache, ignore_errors=True)
+    os.makedirs(tmux)
+    for d in (cache, tmux):
+        os.chown(d, uid, uid)
+        os.chmod(d, 0o700)
+    foreign = os.path.join(home, which)
+    os.chown(foreign, 0, 0)
+    os.chmod(foreign, 0o755)  # readable: the refusal must come from the ownership check
+    try:
+        s = new_session()
+        r = host.run_as(PROXY, [host.bin, "run", "--user", bob, "--session", s])
+        assert r.returncode == 1, r
+        assert r.stderr.startswith("clihost-jail: ") and "is not owned by the tenant" in r.stderr, r.stderr
+        assert os.stat(foreign).st_uid == 0 and os.listdir(tmux) == []
+        assert host.audit_lines(f"session={s}")
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
