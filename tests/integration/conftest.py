@@ -61,8 +61,13 @@ class Host:
     """The test host: users, the installed helper, configs, logs."""
 
     def __init__(self):
-        self.prefix = tempfile.mkdtemp(prefix="ctj-", dir="/run")
+        # Not /run: on a systemd host it is a nosuid tmpfs, where the setuid
+        # bit of the installed helper would silently do nothing. /var/cache is
+        # on the root filesystem on Debian and not bound into the jails.
+        self.prefix = tempfile.mkdtemp(prefix="ctj-", dir="/var/cache")
         os.chmod(self.prefix, 0o755)
+        if os.statvfs(self.prefix).f_flag & os.ST_NOSUID:
+            pytest.fail(f"{self.prefix} is on a nosuid mount: the setuid helper cannot be tested there")
         self.bin = os.path.join(self.prefix, "clihost-jail")
         self.conf_dir = os.path.dirname(TEST_CONFIG)
         self.variants = os.path.join(self.conf_dir, "variants")
