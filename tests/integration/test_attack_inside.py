@@ -2,13 +2,17 @@
 the test policy, so `host.jail(tenant, script)` runs /bin/sh -c script):
 other tenants' and host processes, setuid binaries, nested user namespaces,
 terminal input injection into the caller, and writes to the system."""
+import errno
 import os
 import pwd
 import shlex
+import shutil
 import time
 import uuid
 
-from attackutil import INSIDE, Guard, assert_inside, guard, payloads, pids_named, snapshot, spawn, start_jail, \
+import pytest
+
+from attackutil import INSIDE, Guard, _cc, assert_inside, guard, payloads, pids_named, snapshot, spawn, start_jail, \
     wait_until  # noqa: F401 (fixtures)
 from conftest import PROXY, new_session
 from ptyutil import PtyProcess
@@ -29,7 +33,11 @@ def test_other_tenants_processes_are_invisible(host, alice, bob, payloads):
     bj = start_jail(host, bob, "sleep 1000", bs)
     try:
         assert wait_until(lambda: pids_named(host, bob, "sleep"), 10)
-        g = Guard(host, payloads, alice, others=[])
+        # bob is the target: his home is guarded too. His jail runs `sleep`
+        # (no tmux, so no live socket) and is fully up before the snapshot,
+        # so nothing in his home changes legitimately while alice probes.
+        g = Guard(host, payloads, alice, others=[bob])
+        assert host.home(bob) in g.paths and len(g.before) > 1, g.paths
         target = pids_named(host, bob, "sleep")[0]
         bwrap_init = int(open(f"/proc/{target}/stat").read().rsplit(")", 1)[1].split()[1])
         probes = []
@@ -88,21 +96,83 @@ SETUID_TRIES = [
 ]
 
 
+# Installed setuid-root in a directory the jail binds read-only from the host.
+SUID_C = r"""
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    printf("SUID ruid=%d euid=%d\n", (int)getuid(), (int)geteuid());
+    int rc = setuid(0);
+    int err = rc ? errno : 0;
+    printf("SETUID0 rc=%d errno=%d euid=%d\n", rc, err, (int)geteuid());
+    return 0;
+}
+"""
+
+
+def suid_report(out):
+    """{"ruid", "euid", "rc", "errno", "euid_after"} from SUID_C's output."""
+    f = {}
+    for l in out.splitlines():
+        if l.startswith("SUID "):
+            kv = dict(x.split("=") for x in l.split()[1:])
+            f["ruid"], f["euid"] = int(kv["ruid"]), int(kv["euid"])
+        elif l.startswith("SETUID0 "):
+            kv = dict(x.split("=") for x in l.split()[1:])
+            f["rc"], f["errno"], f["euid_after"] = int(kv["rc"]), int(kv["errno"]), int(kv["euid"])
+    return f
+
+
 def test_setuid_binaries_grant_nothing(host, alice, guard):
-    watched = ["/etc/passwd", "/etc/shadow", "/etc/group", "/etc/gshadow"]
-    before = snapshot(watched)
-    script = "\n".join(f"{t} </dev/null >/dev/null 2>&1; echo \"RC $? {t.split()[0]}\"" for t in SETUID_TRIES)
-    r = jail_run(host, alice, script + """
+    """A setuid-root program the jail can see (bound read-only from the host's
+    /opt) runs with the tenant's euid inside the jail and cannot setuid(0),
+    while the same file outside, run by the same tenant, does get euid 0."""
+    uid = pwd.getpwnam(alice).pw_uid
+    suid_dir = f"/opt/ctj-attack-suid-{uuid.uuid4().hex[:8]}"
+    assert os.path.isdir("/opt"), "/opt (a default ro_bind) is missing on this host"
+    os.mkdir(suid_dir, 0o755)
+    try:
+        os.chmod(suid_dir, 0o755)
+        prog = _cc(SUID_C, os.path.join(suid_dir, "ctj-whoami"))
+        os.unlink(prog + ".c")
+        os.chown(prog, 0, 0)
+        os.chmod(prog, 0o4755)
+        assert os.stat(prog).st_mode & 0o7777 == 0o4755 and os.stat(prog).st_uid == 0
+        if os.statvfs(suid_dir).f_flag & os.ST_NOSUID:
+            pytest.fail(f"{suid_dir} is on a nosuid mount on this host: the setuid test needs a ro-bound "
+                        "directory where setuid works outside the jail (cannot prove anything here)")
+        # Positive control: the setuid bit works for this tenant on the host.
+        out = host.run_as(alice, [prog])
+        ctl = suid_report(out.stdout)
+        assert out.returncode == 0 and ctl == {"ruid": uid, "euid": 0, "rc": 0, "errno": 0, "euid_after": 0}, \
+            (out, ctl)
+
+        watched = ["/etc/passwd", "/etc/shadow", "/etc/group", "/etc/gshadow", suid_dir]
+        before = snapshot(watched)
+        script = "\n".join(f"{t} </dev/null >/dev/null 2>&1; echo \"RC $? {t.split()[0]}\"" for t in SETUID_TRIES)
+        r = jail_run(host, alice, script + f"""
+{prog} 2>&1
 id -u | sed 's/^/ID /'
 grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status""")
-    rcs = {l.split()[2]: int(l.split()[1]) for l in r.stdout.splitlines() if l.startswith("RC ")}
-    assert len(rcs) == len(SETUID_TRIES), rcs
-    assert all(rc != 0 for rc in rcs.values()), rcs
-    assert f"ID {pwd.getpwnam(alice).pw_uid}" in r.stdout
-    fields = dict(l.split(":\t") for l in r.stdout.splitlines() if ":\t" in l)
-    assert int(fields["CapEff"], 16) == 0 and int(fields["CapPrm"], 16) == 0 and fields["NoNewPrivs"] == "1"
-    assert snapshot(watched) == before
-    guard.check()
+        rcs = {l.split()[2]: int(l.split()[1]) for l in r.stdout.splitlines() if l.startswith("RC ")}
+        assert len(rcs) == len(SETUID_TRIES), rcs
+        assert all(rc != 0 for rc in rcs.values()), rcs
+        # Decisive: the very program that got euid 0 outside runs as the tenant inside.
+        jailed = suid_report(r.stdout)
+        assert jailed.get("ruid") == uid and jailed.get("euid") == uid, (jailed, r.stdout)
+        # setuid(0) fails: EINVAL today (uid 0 has no mapping in the jail's user
+        # namespace); EPERM if it ever had one (no capability either way).
+        assert jailed.get("rc") == -1 and jailed.get("errno") in (errno.EINVAL, errno.EPERM), (jailed, r.stdout)
+        assert jailed.get("euid_after") == uid, (jailed, r.stdout)
+        assert f"ID {uid}" in r.stdout
+        fields = dict(l.split(":\t") for l in r.stdout.splitlines() if ":\t" in l)
+        assert int(fields["CapEff"], 16) == 0 and int(fields["CapPrm"], 16) == 0 and fields["NoNewPrivs"] == "1"
+        assert snapshot(watched) == before
+        guard.check()
+    finally:
+        shutil.rmtree(suid_dir, ignore_errors=True)
+    assert not os.path.exists(suid_dir)
 
 
 def test_nested_user_namespace_gives_no_access_outside(host, alice, guard):
@@ -110,6 +180,10 @@ def test_nested_user_namespace_gives_no_access_outside(host, alice, guard):
     --disable-userns): `unshare -r` fails, and nothing it would have tried
     (shadow, /etc, /usr, /root, another home, sysctls) changed."""
     mark = f"ctj-attack-nested-{uuid.uuid4().hex[:8]}"
+    # Control: on the host, the same tenant can create a user namespace with
+    # the same tool, so a failure inside is the jail's doing.
+    out = host.run_as(alice, ["unshare", "-U", "-r", "id", "-u"])
+    assert out.returncode == 0 and out.stdout.strip() == "0", out
     r = jail_run(host, alice, f"""
 unshare -r sh -c '
   echo "NESTED uid=$(id -u)"
@@ -127,6 +201,9 @@ echo "UNSHARE rc=$?"
 """)
     assert "NESTED uid=0" not in r.stdout, r.stdout
     assert "UNSHARE rc=0" not in r.stdout, r.stdout
+    # The reason: bwrap --disable-userns leaves a user-namespace limit of 1
+    # (the jail's own), so unshare(CLONE_NEWUSER) fails with ENOSPC.
+    assert "unshare: unshare failed: No space left on device" in r.stdout, r.stdout
     assert "LEAK" not in r.stdout, r.stdout
     for d in ["/etc", "/usr", "/root", "/tmp"]:
         assert not os.path.exists(os.path.join(d, mark))
