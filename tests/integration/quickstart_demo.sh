@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# README's first command, run for real: install/quickstart.sh builds, installs
+# the helper system-wide and shows a jailed tmux session. Its output must show
+# what the README promises from inside the jail (the other tenant's home does
+# not exist, /etc is read-only, ps sees only the jail, TTYD_SANDBOX=true).
+# Root only; afterwards restores what was at the install paths, and removes
+# the demo tenants and groups if it was the one to create them.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+[ "$(id -u)" = 0 ] || { echo "quickstart_demo: needs root" >&2; exit 1; }
+pass=0 fail=0
+ok() { echo "ok - $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+
+work=$(mktemp -d)
+saved=()
+for f in usr/libexec/clihost-jail etc/clihost-jail etc/pam.d/clihost-jail usr/share/man/man8/clihost-jail.8 \
+         usr/share/man/man5/clihost-jail.conf.5 usr/share/doc/clihost-jail; do
+  [ -e "/$f" ] && saved+=("$f")
+done
+[ ${#saved[@]} -eq 0 ] || tar -C / -cpf "$work/backup.tar" "${saved[@]}"
+new_users=() new_groups=()
+for u in clihost-demo1 clihost-demo2; do id "$u" >/dev/null 2>&1 || new_users+=("$u"); done
+for g in clihost clihost-tenants; do getent group "$g" >/dev/null || new_groups+=("$g"); done
+cleanup() {
+  pkill -KILL -u clihost-demo1 >/dev/null 2>&1 || true
+  for u in "${new_users[@]}"; do userdel -r -f "$u" >/dev/null 2>&1 || true; done
+  for g in "${new_groups[@]}"; do groupdel "$g" >/dev/null 2>&1 || true; done
+  rm -rf /usr/libexec/clihost-jail /etc/clihost-jail /etc/pam.d/clihost-jail /usr/share/man/man8/clihost-jail.8 \
+         /usr/share/man/man5/clihost-jail.conf.5 /usr/share/doc/clihost-jail
+  [ -f "$work/backup.tar" ] && tar -C / -xpf "$work/backup.tar"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+# The demo installs the repo's example policy only where none exists: start
+# from none, as on a fresh machine (the backup above brings any back).
+rm -rf /etc/clihost-jail
+
+rc=0
+"$repo/install/quickstart.sh" >"$work/out.txt" 2>&1 || rc=$?
+out=$work/out.txt
+check "quickstart.sh exits 0" "[ $rc = 0 ]"
+helper=/usr/libexec/clihost-jail/clihost-jail
+check "the helper is installed 4750 root:clihost" "[ \"\$(stat -c '%a %U:%G' $helper)\" = '4750 root:clihost' ]"
+check "check says a jail can start" "grep -q '^result: a jail can start' '$out'"
+check "inside: TTYD_SANDBOX=true" "grep -q '^TTYD_SANDBOX=true' '$out'"
+check "inside: the other tenant's home does not exist" \
+  "grep -q \"cannot access '/home/clihost-demo2': No such file or directory\" '$out'"
+check "inside: /etc is read-only" "grep -q \"cannot touch '/etc/demo': Read-only file system\" '$out'"
+check "inside: ls /home shows only the tenant's own" \
+  "grep -qx 'clihost-demo1' '$out' && ! grep -q 'clihost-demo2\$' <(grep -v cannot '$out')"
+# ps ax inside: the jail's pid 1 (bwrap), tmux and the shell, nothing of the host.
+check "inside: ps sees only the jail" \
+  "grep -Eq '^ +1 .*bwrap' '$out' && ! grep -Eq 'rsyslogd|sshd|cron|/sbin/init' '$out'"
+check "inside: runs as the tenant" "grep -q 'uid=[0-9]*(clihost-demo1)' '$out'"
+check "/etc/demo was not created on the host" "[ ! -e /etc/demo ]"
+check "the demo session was killed" \
+  "! runuser -u clihost-demo1 -- tmux -S /home/clihost-demo1/.cache/tmux/clihost.sock has-session -t =demo 2>/dev/null"
+[ "$fail" = 0 ] || { echo "--- quickstart output"; cat "$out"; }
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
