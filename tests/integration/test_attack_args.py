@@ -11,6 +11,8 @@ import errno
 import os
 import pwd
 import random
+import resource
+import sys
 import uuid
 
 import pytest
@@ -180,7 +182,9 @@ def test_session_names_that_are_paths_or_shell_code_are_refused(host, alice, gua
 def test_argument_floods_are_refused(host, alice, guard):
     base = [host.bin, "run", "--user", alice, "--session", new_session(), "--", "/bin/echo", "RAN"]
     # The kernel refuses a single string over MAX_ARG_STRLEN (128 KiB), and
-    # so 10 MiB in one argument, before the helper runs at all.
+    # so 10 MiB in one argument, before the helper runs at all. (No 10 MiB
+    # of arguments reaches any program on Linux; the largest flood that does
+    # is the next test's.)
     for size in [10 << 20, 200 << 10]:
         with pytest.raises(OSError) as e:
             spawn(base + ["x" * size])
@@ -194,4 +198,43 @@ def test_argument_floods_are_refused(host, alice, guard):
     for argv, why in cases:
         r = attempt(host, argv, codes=(2,))
         assert why in r.stderr, r
+    guard.check()
+
+
+# Linux caps argv+envp of one execve at min(RLIMIT_STACK / 4, 6 MiB) (3/4 of
+# the 8 MiB _STK_LIM, fs/exec.c), and each string at MAX_ARG_STRLEN
+# (128 KiB): a full 10 MiB of arguments cannot reach any program on Linux,
+# whatever the caller's stack limit. The most that can is just under 6 MiB.
+FLOOD_ARG = 120 << 10
+FLOOD_STACK = [(resource.RLIMIT_STACK, (32 << 20, resource.RLIM_INFINITY))]
+
+
+def test_argument_flood_at_the_kernels_cap_reaches_the_helper_and_is_refused(host, alice, guard):
+    """As many ~120 KiB arguments as the kernel accepts with RLIMIT_STACK
+    raised to 32 MiB (so its cap is 6 MiB, not the 2 MiB of the default
+    8 MiB stack): about 6 MiB really arrives at the helper, which must refuse
+    it itself (usage error, one stderr line, audited) and run nothing."""
+    marker = f"/tmp/ctj-attack-ran-{uuid.uuid4().hex}"
+    base = [host.bin, "run", "--user", alice, "--session", new_session(), "--", "/bin/sh", "-c",
+            f"touch {marker}; echo RAN"]
+    # 10 MiB spread over strings the kernel would each accept: still E2BIG.
+    with pytest.raises(OSError) as e:
+        spawn(base + ["y" * FLOOD_ARG] * ((10 << 20) // FLOOD_ARG), limits=FLOOD_STACK)
+    assert e.value.errno == errno.E2BIG
+    # The largest flood the kernel lets through (a refused execve runs nothing).
+    r = None
+    for n in range((7 << 20) // FLOOD_ARG, 0, -1):
+        try:
+            r = spawn(base + ["y" * FLOOD_ARG] * n, limits=FLOOD_STACK)
+            break
+        except OSError as err:
+            assert err.errno == errno.E2BIG, err
+    print(f"flood: {n} x {FLOOD_ARG} bytes reached the helper", file=sys.stderr)
+    assert r is not None and n * FLOOD_ARG >= (11 << 20) // 2, n  # >= 5.5 MiB reached the helper
+    assert len(base) + n < 256  # so the byte bound refuses, not the word bound
+    assert_refusal_line(r, codes=(2,))
+    assert "arguments too long" in r.stderr, r
+    assert "RAN" not in r.stdout
+    assert not os.path.exists(marker)
+    assert_denied_in_audit(host, r)
     guard.check()

@@ -1,6 +1,8 @@
 """Attacks through the environment of the setuid helper, by its allowed caller
 (ctj-proxy): loader variables, gconv modules, PATH, shell variables, HOME,
 TMUX, a forged TTYD_SANDBOX, and an empty argv (argc 0, the pkexec bug).
+The loader variables are tried from a real root caller too, where glibc's
+AT_SECURE strips nothing and only the helper stands between them and bwrap.
 
 Each attack must be refused or harmless: no payload runs outside the jail
 (the payloads leave a marker in the host's /tmp, invisible from the jail),
@@ -9,9 +11,15 @@ TTYD_SANDBOX=true), no file outside the tenant's home changes, and the
 helper writes its audit line."""
 import os
 import pwd
+import shutil
+import stat
+import tempfile
+import threading
 
-from attackutil import INSIDE, Guard, assert_inside, assert_refusal_line, guard, has_tmux_session, payloads, \
-    pid_audit, spawn, tmux_sock, wait_until  # noqa: F401 (fixtures)
+import pytest
+
+from attackutil import INSIDE, MARK_C, Guard, _cc, assert_inside, assert_refusal_line, guard, has_tmux_session, \
+    payloads, pid_audit, pids_named, spawn, tmux_sock, wait_until  # noqa: F401 (fixtures)
 from conftest import NON_TENANT, PROXY, new_session
 from ptyutil import PtyProcess
 
@@ -103,6 +111,113 @@ def test_gconv_path_and_charset_trick_load_no_module(host, alice, payloads, guar
     guard.check()
 
 
+def environ_of(pid):
+    """The environment a process was exec'd with (its initial block)."""
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return [e.decode(errors="replace") for e in f.read().split(b"\0") if e]
+
+
+@pytest.fixture(scope="module")
+def capshim(payloads):
+    """A directory for LD_LIBRARY_PATH with a libcap.so.2 that bwrap would
+    load from it: a marker constructor in front of the real library (copied
+    there as libctjrealcap.so.2, its DT_NEEDED), so that everything loading
+    it still works. (The fake libcap-ng of Payloads is no use for a root
+    caller: the helper itself loads it, and its privilege-drop check then
+    refuses every launch; bwrap does not use libcap-ng.)"""
+    d = tempfile.mkdtemp(prefix="ctj-attack-capshim-", dir="/tmp")
+    os.chmod(d, 0o755)
+    real = os.path.join(d, "libctjrealcap.so.2")
+    _cc("void ctj_placeholder(void) {}\n", real, "-shared", "-fPIC", "-Wl,-soname,libctjrealcap.so.2")
+    _cc(MARK_C, os.path.join(d, "libcap.so.2"), "-shared", "-fPIC", f'-DMARKERS="{payloads.markers}"',
+        '-DTAG="capshim"', "-Wl,-soname,libcap.so.2", "-Wl,--no-as-needed", real)
+    shutil.copy("/lib/x86_64-linux-gnu/libcap.so.2", real)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+# The variables of each attack; the jail may see none of them except the
+# locale names that extra_env passes through by design (LANG, LC_ALL: a
+# validated name, harmless without GCONV_PATH).
+LOADER_ATTACKS = {
+    "LD_PRELOAD": lambda p, shim: {"LD_PRELOAD": p.preload_so, "LD_AUDIT": p.preload_so, "LD_LIBRARY_PATH": p.dir},
+    "LD_LIBRARY_PATH": lambda p, shim: {"LD_LIBRARY_PATH": shim},
+    "GCONV_PATH": lambda p, shim: {"GCONV_PATH": p.gconv_dir, "CHARSET": "CTJEVIL", "LANG": "C.CTJEVIL",
+                                   "LC_ALL": "C.CTJEVIL", "LC_MESSAGES": "C.CTJEVIL", "OUTPUT_CHARSET": "CTJEVIL"},
+}
+PASSED_BY_DESIGN = {"LANG", "LC_ALL"}
+
+
+@pytest.mark.parametrize("attack", sorted(LOADER_ATTACKS))
+def test_loader_variables_of_a_root_caller_reach_neither_bwrap_nor_the_jail(host, alice, payloads, capshim, guard,
+                                                                             attack):
+    """The loader variables of the tests above, from a caller that really is
+    root: no setuid transition, so glibc's AT_SECURE strips nothing and the
+    loader honours them for the helper itself (markers with ruid 0 and euid
+    0, before the helper's clearenv can act: root running code of root's
+    own choice as root, out of scope). What must hold is that the helper
+    passes none of them on: not to bwrap, which runs as the tenant on the
+    host's filesystem before any sandbox exists (its /proc/PID/environ, read
+    while the jail runs), not into the jail (/proc/self/environ there), and
+    no payload runs as anyone but root outside the jail (a leaked
+    LD_PRELOAD or LD_LIBRARY_PATH would load one into bwrap, as the tenant:
+    the controls show it)."""
+    attack_env = LOADER_ATTACKS[attack](payloads, capshim)
+    env = {**BASE, **attack_env}
+    if attack != "GCONV_PATH":  # Control: bwrap loads the payload when it gets the variables.
+        c = spawn(["/usr/bin/bwrap", "--version"], env=env)
+        uid = pwd.getpwnam(PROXY).pw_uid
+        assert c.returncode == 0 and any(m.endswith(f".ruid{uid}.euid{uid}") for m in payloads.found()), \
+            (c, payloads.found())
+        payloads.clear()
+
+    s = new_session()
+    home = host.home(alice)
+    ready, go = os.path.join(home, f"ctj-ready-{s}"), os.path.join(home, f"ctj-go-{s}")
+    # cat reads its own environment (a `< /proc/self/environ` redirect opens
+    # the forked shell's, which reads empty once that process has exec'd).
+    # Then the jail waits, so that bwrap's environment can be read.
+    script = (INSIDE + "; cat /proc/self/environ | tr '\\0' '\\n' | sed 's/^/CTJ_ENV /'; "
+              f": > {ready}; i=0; while [ ! -e {go} ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done")
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=spawn(host.jail(alice, script, session=s), user=None,
+                                                             env=env)))
+    t.start()
+    try:
+        assert wait_until(lambda: os.path.exists(ready), 20), out
+        bwraps = pids_named(host, alice, "bwrap")
+        assert bwraps, "no bwrap of the tenant while its jail runs"
+        bwrap_env = [e for pid in bwraps for e in environ_of(pid)]
+    finally:
+        with open(go, "w"):
+            pass
+        t.join(60)
+        for p in (ready, go):
+            if os.path.exists(p):
+                os.unlink(p)
+    assert "r" in out, "the helper did not return"
+    r = out["r"]
+    assert r.returncode == 0, r
+    assert_inside(host, alice, r.stdout)
+    jail_env = [l.split(" ", 1)[1] for l in r.stdout.splitlines() if l.startswith("CTJ_ENV ")]
+    assert "TTYD_SANDBOX=true" in jail_env and "TTYD_SANDBOX=true" in bwrap_env, (r, jail_env, bwrap_env)
+    banned = (set(attack_env) | {"LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "GCONV_PATH"}) - PASSED_BY_DESIGN
+    for where, envs in [("jail", jail_env), ("bwrap", bwrap_env)]:
+        leaked = {e.split("=", 1)[0] for e in envs} & banned
+        assert not leaked, (where, leaked, envs)
+        assert not any(payloads.dir in e or capshim in e for e in envs), (where, envs)
+    assert_allowed_and_audited(host, s)
+    # Markers of the root helper itself, and only those: nothing ran as the
+    # tenant (or anyone else) outside the jail. The preload's own marker
+    # shows the variable really was live for this caller.
+    ran = payloads.found()
+    assert all(m.endswith(".ruid0.euid0") for m in ran), ran
+    if attack == "LD_PRELOAD":
+        assert any(m.startswith("preload.") for m in ran), ran
+    payloads.clear()
+    guard.check()
+
+
 def test_path_cannot_substitute_bwrap_tmux_or_sh(host, alice, payloads, guard):
     env = {"PATH": f"{payloads.fakebin}:/usr/bin:/bin"}
     # Control: the fakes run when PATH is honoured.
@@ -180,9 +295,17 @@ def test_tmux_variables_cannot_reach_another_tenants_server(host, alice, bob, pa
     # bob's server and asks to kill a session of that name.
     bs = new_session()
     t = PtyProcess([host.bin, "run", "--user", bob, "--session", bs], user=PROXY)
+    g = None
     try:
         assert wait_until(lambda: has_tmux_session(host, bob, bs)), t.output()
-        g = Guard(host, payloads, alice, others=[])
+        # bob's home is the target, so it is guarded too, his live socket
+        # included: tmux marks it executable while a client is attached (wait
+        # for that before the snapshot), so the guard also sees bob's client
+        # detached (the mode flips back), besides any file added or changed.
+        sock = tmux_sock(host, bob)
+        assert wait_until(lambda: os.stat(sock).st_mode & stat.S_IXUSR), oct(os.stat(sock).st_mode)
+        g = Guard(host, payloads, alice, others=[bob])
+        assert host.home(bob) in g.paths and g.before.get(sock), g.paths
         env = {**BASE, "TMUX": f"{tmux_sock(host, bob)},1,0", "TMUX_TMPDIR": os.path.dirname(tmux_sock(host, bob)),
                "TMUX_PANE": "%0"}
         s = new_session()
@@ -197,8 +320,9 @@ def test_tmux_variables_cannot_reach_another_tenants_server(host, alice, bob, pa
         assert_allowed_and_audited(host, s)
         assert has_tmux_session(host, bob, bs)
         g.check()
-        g.cleanup()
     finally:
+        if g:
+            g.cleanup()
         host.run_root([host.bin, "kill", "--user", bob, "--session", bs])
         t.wait(10)
         t.close()

@@ -70,7 +70,8 @@ def targets(host, alice, bob, guard):
     own = tempfile.mkdtemp(prefix="ctj-attack-own-", dir="/tmp")
     os.chown(own, uid_of(alice), pwd.getpwnam(alice).pw_gid)
     guard.before = snapshot(guard.paths)  # bob's socket dir now exists
-    t = {"bob": bob_tmux, "root": guard.root_canary, "world": guard.ww_canary, "own": own}
+    t = {"bob": bob_tmux, "bob-cache": os.path.dirname(bob_tmux), "root": guard.root_canary,
+         "world": guard.ww_canary, "own": own}
     yield t
     shutil.rmtree(own, ignore_errors=True)
 
@@ -117,12 +118,20 @@ print(n)
 """
 
 
-@pytest.mark.parametrize("level,target", [(".cache/tmux", "own"), (".cache", "own"), (".cache/tmux", "bob")])
+@pytest.mark.parametrize("level,target", [(".cache/tmux", "own"), (".cache", "own"), (".cache/tmux", "bob"),
+                                          (".cache/tmux", "root"), (".cache", "bob-cache")])
 def test_socket_dir_swapped_during_launches(host, alice, guard, alice_cache, targets, level, target):
-    """alice swaps her socket directory with a symlink in a tight loop while
-    the proxy launches her default tmux repeatedly (~3 s)."""
+    """alice swaps her socket directory (or $HOME/.cache) with a symlink, to
+    a directory of her own outside her home, bob's socket directory or
+    .cache, or root's (a root-only directory under /root), in a tight loop
+    while the proxy launches her default tmux repeatedly (~3 s). Some
+    launches must really meet the swapped state (or the test proves
+    nothing), and none may leave anything in the target."""
     dest = targets[target]
     before = snapshot([dest])
+    # Where the socket would land through the link (.cache/tmux -> dest:
+    # dest/clihost.sock; .cache -> dest: dest/tmux/clihost.sock).
+    socks = [os.path.join(dest, "clihost.sock"), os.path.join(dest, "tmux", "clihost.sock")]
     path = os.path.join(host.home(alice), level)
     pw = pwd.getpwnam(alice)
 
@@ -132,7 +141,7 @@ def test_socket_dir_swapped_during_launches(host, alice, guard, alice_cache, tar
 
     swapper = subprocess.Popen(["/usr/bin/python3", "-c", SWAPPER, path, dest, "3"], preexec_fn=as_alice,
                                stdout=subprocess.PIPE, text=True, cwd="/")
-    sessions, outcomes = [], {"refused": 0, "tmux": 0, "tmux-no-socket": 0, "other": 0}
+    sessions, outcomes = [], {"refused": 0, "vanished": 0, "tmux": 0, "tmux-no-socket": 0, "other": 0}
     deadline = time.time() + 3
     while time.time() < deadline:
         s = new_session()
@@ -144,6 +153,11 @@ def test_socket_dir_swapped_during_launches(host, alice, guard, alice_cache, tar
         elif "not a terminal" in r.stderr:
             outcomes["tmux"] += 1  # a real directory: tmux started, then wanted a terminal
             assert r.returncode == 1, r
+        elif "cannot create" in r.stderr:
+            # The directory the helper had just made (in the gap between the
+            # swapper's rename and symlink) was replaced under it.
+            outcomes["vanished"] += 1
+            assert r.returncode == 1, r
         elif "error creating" in r.stderr:
             # Swapped after the check: tmux, inside the jail, followed the link
             # into the jail's own view (where the target does not exist) and gave up.
@@ -151,11 +165,14 @@ def test_socket_dir_swapped_during_launches(host, alice, guard, alice_cache, tar
         else:
             outcomes["other"] += 1
             assert r.returncode in (1, 3, 4), r
-        assert not os.path.exists(os.path.join(dest, "clihost.sock")), (r, outcomes)
+        assert not any(os.path.lexists(p) for p in socks), (r, outcomes)
     swaps = int(swapper.communicate(timeout=10)[0])
     assert swaps > 100 and len(sessions) >= 5, (swaps, outcomes)
+    # At least one launch met the link (or the gap of the swap), not only
+    # the real directory.
+    assert outcomes["refused"] + outcomes["vanished"] + outcomes["tmux-no-socket"] >= 1, outcomes
     assert snapshot([dest]) == before, outcomes
-    assert not os.path.exists(os.path.join(dest, "clihost.sock"))
+    assert not any(os.path.lexists(p) for p in socks), outcomes
     # Every launch left an audit trail under its session.
     time.sleep(0.3)
     log = open(AUTH_LOG, errors="replace").read()
@@ -282,10 +299,16 @@ def test_untrusted_bwrap_is_refused(host, alice, payloads, restore_policy):
     tenants_gid = grp.getgrnam(TENANT_GROUP).gr_gid
     n = [0]
 
-    def fake(file_mode=0o755, dir_mode=0o755, owner=0, group=0, dir_owner=0, dir_group=0, symlink=False):
+    def fake(file_mode=0o755, dir_mode=0o755, owner=0, group=0, dir_owner=0, dir_group=0, symlink=False,
+             grandparent_mode=None):
         n[0] += 1
         d = os.path.join(host.prefix, f"attack-bwrap-{n[0]}")
         os.mkdir(d)
+        if grandparent_mode is not None:  # prefix/attack-bwrap-N (that mode) / y / bwrap
+            os.chown(d, 0, 0)
+            os.chmod(d, grandparent_mode)
+            d = os.path.join(d, "y")
+            os.mkdir(d)
         path = os.path.join(d, "bwrap")
         with open(path, "w") as f:
             f.write(FAKE_BWRAP.format(markers=payloads.markers))
@@ -307,8 +330,11 @@ def test_untrusted_bwrap_is_refused(host, alice, payloads, restore_policy):
     alice_uid = uid_of(alice)
     # Control: a root-owned, root-only-writable fake is trusted, and runs.
     payloads.clear()
-    r, s = launch(fake())
-    assert r.returncode == 0 and any(m.startswith("fake-bwrap.") for m in payloads.found()), (r, payloads.found())
+    for trusted in [fake(), fake(grandparent_mode=0o755)]:
+        payloads.clear()
+        r, s = launch(trusted)
+        assert r.returncode == 0 and any(m.startswith("fake-bwrap.") for m in payloads.found()), \
+            (trusted, r, payloads.found())
     untrusted = {
         "owned by the tenant": fake(owner=alice_uid),
         "owned by the caller": fake(owner=uid_of(PROXY)),
@@ -317,6 +343,9 @@ def test_untrusted_bwrap_is_refused(host, alice, payloads, restore_policy):
         "in a directory the tenant owns": fake(dir_owner=alice_uid),
         "in a group-writable directory": fake(dir_mode=0o775, dir_group=tenants_gid),
         "in a world-writable sticky directory": fake(dir_mode=0o1777),
+        # Anyone could rename y away and put their own y/bwrap in its place:
+        # every directory above the binary counts, not only its parent.
+        "under a world-writable grandparent": fake(grandparent_mode=0o777),
         "a symlink to a trusted fake": fake(symlink=True),
         "not executable": fake(file_mode=0o644),
     }
@@ -328,6 +357,8 @@ def test_untrusted_bwrap_is_refused(host, alice, payloads, restore_policy):
             r, s = launch(path)
             assert_refusal_line(r, codes=(3,))
             assert "bwrap" in r.stderr and "RAN" not in r.stdout, (why, r)
+            if why == "under a world-writable grandparent":  # refused for that directory
+                assert f"{os.path.dirname(os.path.dirname(path))} is not root-owned" in r.stderr, r
             assert_denied_in_audit(host, r, session=s)
             g.check()
         finally:
