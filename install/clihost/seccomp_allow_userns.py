@@ -1,6 +1,13 @@
 #!/usr/bin/env python3
 """Derive a Docker seccomp profile for a clihost container from Docker's default.
 
+EXPERIMENTAL, UNSUPPORTED: the resulting profile has never been run against a
+real Docker daemon (none can run on the machine where it was written); it is
+only tested on a profile in the same format. The supported setting is
+--security-opt seccomp=unconfined (install/clihost/README.md). Use this only
+if you verify it yourself: with it, `clihost-jail check --user TENANT` inside
+the container must exit 0 and a real session must start.
+
 Why: Docker's default profile lets clone/unshare create namespaces, and lets
 mount/umount2/pivot_root run, only for containers with CAP_SYS_ADMIN. bwrap
 (the jail) and the helper's probe need exactly those calls, inside a new user
@@ -13,9 +20,8 @@ kernel itself refuses mount/pivot_root/new namespaces outside a user
 namespace. What it opens is the kernel surface reachable from inside an
 unprivileged user namespace, which is the inherent price of bwrap.
 
-Not tested against a real Docker daemon here (none can run on the build
-machine); it is tested on a profile in the same format. Use the default.json
-that matches your Docker version (moby: profiles/seccomp/default.json):
+Start from the default.json that matches your Docker version (moby:
+profiles/seccomp/default.json):
 
     python3 seccomp_allow_userns.py default.json > clihost-seccomp.json
     docker run --security-opt seccomp=clihost-seccomp.json ...
@@ -23,10 +29,15 @@ that matches your Docker version (moby: profiles/seccomp/default.json):
 import json
 import sys
 
-# clone: bwrap's raw clone with CLONE_NEWUSER|CLONE_NEWPID|...; clone3 is
-# left as the default has it (ENOSYS, so libc falls back to clone).
-# unshare: the helper's probe (CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID).
-# mount, umount2, pivot_root: bwrap building the jail's root.
+# clone: the helper's probe (helper/probe.cpp trial_clone: a raw
+# clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID), whose child mounts a fresh
+# procfs) and bwrap's own raw clone (CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|
+# CLONE_NEWIPC). clone3 is left as the default has it (ENOSYS, so libc falls
+# back to clone).
+# unshare: bwrap, not the helper: --disable-userns makes it unshare a nested
+# CLONE_NEWUSER (and try a second one, which must fail).
+# mount, umount2, pivot_root: bwrap building the jail's root (mount: also the
+# probe making / private and mounting its fresh procfs).
 USERNS_SYSCALLS = ["clone", "mount", "pivot_root", "umount2", "unshare"]
 
 

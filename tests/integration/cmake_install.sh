@@ -39,6 +39,27 @@ check "example policy installed, mode 644" \
   "cmp -s '$root/etc/clihost-jail/jail.conf' '$repo/install/jail.conf' && [ \"\$(stat -c %a '$root/etc/clihost-jail/jail.conf')\" = 644 ]"
 check "clihost-jail(8) installed" "[ -f '$root/usr/share/man/man8/clihost-jail.8' ]"
 check "clihost-jail.conf(5) installed" "[ -f '$root/usr/share/man/man5/clihost-jail.conf.5' ]"
+# Each installed page is titled (.TH) and named (NAME) as its file, so that
+# `man clihost-jail.conf` and whatis find what the page says it is.
+man=$root/usr/share/man
+for page in man8/clihost-jail.8 man5/clihost-jail.conf.5; do
+  base=${page#*/} f=$man/$page
+  name=${base%.*} sect=${base##*.}
+  th=$(sed -nE 's/^\.TH +([^ ]+) +([^ ]+).*/\1 \2/p' "$f" 2>/dev/null | sed 's/\\-/-/g')
+  nm=$(sed -n '/^\.SH NAME/{n;p;q}' "$f" 2>/dev/null | sed -E 's/\\-/-/g; s/\\%//g; s/ +- .*//')
+  check "$base: .TH is $name $sect (got: $th)" "[ '$th' = '${name^^} $sect' ]"
+  check "$base: NAME is $name (got: $nm)" "[ '$nm' = '$name' ]"
+done
+# Every cross reference to a page of this package (.BR name (N), any name
+# containing "jail") names a page that is installed: no jail.conf(5).
+refs=$(cat "$man"/man8/clihost-jail.8 "$man"/man5/clihost-jail.conf.5 2>/dev/null \
+  | sed -nE 's/^\.BR +(\\%)?([a-z\\.-]*jail[a-z\\.-]*) +\(([0-9])\).*/\2 \3/p' | sed 's/\\-/-/g' | sort -u)
+dangling=""
+while read -r name sect; do
+  if [ -n "$name" ] && [ ! -f "$man/man$sect/$name.$sect" ]; then dangling+=" $name($sect)"; fi
+done <<<"$refs"
+check "cross references resolve to installed pages ($(tr '\n' ' ' <<<"$refs"| sed 's/ $//'); dangling:${dangling:- none})" \
+  "[ -n \"\$refs\" ] && [ -z '$dangling' ]"
 check "sudoers drop-in shipped as an example" "[ -f '$root/usr/share/doc/clihost-jail/examples/sudoers.d/clihost-jail' ]"
 
 # The operator edits the policy; a re-install (upgrade) must keep it.

@@ -1,8 +1,12 @@
 #!/bin/bash
 # Checks that install/man/clihost-jail.8 and jail.conf.5 render without any
 # warning from groff (-ww: all warnings, -z: no output) and from man-db
-# (man --warnings -l), and that each documents what the contract fixes:
-# every command, every exit code, every config key.
+# (man --warnings -l), that each page's .TH title and NAME are the name
+# CMakeLists.txt installs it under (jail.conf.5 is installed as
+# clihost-jail.conf.5: a page called jail.conf(5) would collide with other
+# packages'), that the cross references use those names, and that each page
+# documents what the contract fixes: every command, every exit code, every
+# config key.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mandir=$here/../../install/man
@@ -27,6 +31,27 @@ for page in clihost-jail.8 jail.conf.5; do
     check "$page: man --warnings -l is silent" "" "$(man --warnings -l "$f" 2>&1 >/dev/null)"
     check "$page: renders to text" yes "$(man -l "$f" 2>/dev/null | grep -q '^NAME' && echo yes || echo no)"
 done
+
+# Page names. The installed name comes from CMakeLists.txt (RENAME included),
+# since that is what `man NAME`, whatis and cross references go by.
+installed=$(sed -nE 's#^install\(FILES install/man/([^ ]+) DESTINATION [^ ]*/man([0-9])( RENAME ([^ )]+))?\).*#\1 \2 \4#p' \
+    "$here/../../CMakeLists.txt")
+check "CMakeLists.txt installs both pages" "clihost-jail.8 jail.conf.5" "$(cut -d' ' -f1 <<<"$installed" | sort | tr '\n' ' ' | sed 's/ $//')"
+while read -r src sect inst; do
+    inst=${inst:-$src}
+    name=${inst%.*}
+    f=$mandir/$src
+    check "$src: installed as $inst in man$sect" "$sect" "${inst##*.}"
+    check "$src: .TH title is the installed name" "${name^^} $sect" \
+        "$(sed -nE 's/^\.TH +([^ ]+) +([^ ]+).*/\1 \2/p' "$f" | sed 's/\\-/-/g')"
+    check "$src: NAME is the installed name" "$name" "$(lexgrog "$f" 2>/dev/null | sed -E 's/^[^"]*"([^ ]+) - .*/\1/')"
+done <<<"$installed"
+check "jail.conf.5: NAME names the file it documents" yes \
+    "$(lexgrog "$mandir/jail.conf.5" 2>/dev/null | grep -qF /etc/clihost-jail/jail.conf && echo yes || echo no)"
+# Cross references (name(section) in the rendered text) to this package's pages.
+refs() { man -l "$1" 2>/dev/null | grep -oE '[a-z.-]*jail[a-z.-]*\([0-9]\)' | sort -u | tr '\n' ' ' | sed 's/ $//'; }
+check "clihost-jail.8 refers to clihost-jail.conf(5), not jail.conf(5)" "clihost-jail.conf(5)" "$(refs "$mandir/clihost-jail.8")"
+check "jail.conf.5 refers to clihost-jail(8)" "clihost-jail(8)" "$(refs "$mandir/jail.conf.5")"
 
 # Contract coverage, looked for in the rendered text.
 text8=$(man -l "$mandir/clihost-jail.8" 2>/dev/null)

@@ -85,13 +85,25 @@ runuser -u clihost -- sudo -n CLIHOST_JAIL_CONFIG=/tmp/evil.conf "$helper" run -
     </dev/null >/dev/null 2>&1 && rc=0 || rc=$?
 check "sudo VAR=value refused"     refused "$([ "$rc" != 0 ] && echo refused || echo allowed)"
 INNER
+    # Each variant must run the inner script to its end (it is set -e: a
+    # failed setup step stops it early) and report every one of its checks;
+    # otherwise the behaviour checks would silently vanish and only the
+    # visudo checks above would count.
+    expected=$(grep -c '^check "' "$tmp/inner.sh")
     for variant in wildcard regex; do
         file=$drop_in; [ "$variant" = regex ] && file=$tmp/regex-variant
         rm -rf "$tmp/sudoers.d" "$tmp/libexec" "$tmp/passwd" "$tmp/group" "$tmp/shadow"
+        log=$tmp/inner-$variant.log
+        unshare -m --propagation private bash "$tmp/inner.sh" "$tmp" "$file" "$helper" "$variant" >"$log" 2>&1 \
+            && rc=0 || rc=$?
+        oks=0 fails=0
         while IFS= read -r line; do
             echo "$line"
-            case $line in ok*) pass=$((pass + 1)) ;; FAIL*) fail=$((fail + 1)) ;; esac
-        done < <(unshare -m --propagation private bash "$tmp/inner.sh" "$tmp" "$file" "$helper" "$variant" 2>&1)
+            case $line in ok*) oks=$((oks + 1)) ;; FAIL*) fails=$((fails + 1)) ;; esac
+        done <"$log"
+        pass=$((pass + oks)) fail=$((fail + fails))
+        check "[$variant] behaviour script ran to its end" 0 "$rc"
+        check "[$variant] all $expected behaviour checks reported" "$expected" "$((oks + fails))"
     done
 fi
 
