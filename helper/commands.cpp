@@ -242,7 +242,7 @@ int do_check(const Prepared& p, const StartState& start) {
         if (policy.pam_session && can_start) {
             if (auto st = PamSession::check_account(policy.pam_service, p.tenant->account.name, p.caller.name); !st)
                 problem("pam account", st.error().message);
-            else line("pam account", "ok (" + policy.pam_service + " account checks pass for " + p.tenant->account.name + ")");
+            else line("pam account", "ok (" + policy.pam_service + " account checks pass)");
         }
         auto plan = build_plan(policy, *p.tenant, Request{Verb::run, "check", {}}, p.probe, start.caller_env, {});
         if (!plan) problem("plan", plan.error().message);

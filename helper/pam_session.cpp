@@ -32,10 +32,9 @@ Error pam_error(pam_handle_t* h, const char* step, int rc) {
     return fail(Exit::refused, std::string("PAM ") + step + " refused the tenant: " + pam_strerror(h, rc));
 }
 
-}  // namespace
-
-Result<std::unique_ptr<PamSession>> PamSession::open(const std::string& service, const std::string& tenant,
-                                                     const std::string& ruser, const std::string& tty) {
+// pam_start for the tenant with PAM_RUSER (and PAM_TTY if any) set.
+Result<pam_handle_t*> start_handle(const std::string& service, const std::string& tenant, const std::string& ruser,
+                                   const std::string& tty) {
     static const pam_conv conv{quiet_conversation, nullptr};
     pam_handle_t* h = nullptr;
     int rc = fault::fail("pam_start") ? PAM_SYSTEM_ERR : pam_start(service.c_str(), tenant.c_str(), &conv, &h);
@@ -43,12 +42,25 @@ Result<std::unique_ptr<PamSession>> PamSession::open(const std::string& service,
         if (h != nullptr) pam_end(h, rc);
         return fail(Exit::host, "PAM start failed for service " + service);
     }
+    if ((rc = pam_set_item(h, PAM_RUSER, ruser.c_str())) != PAM_SUCCESS ||
+        (!tty.empty() && (rc = pam_set_item(h, PAM_TTY, tty.c_str())) != PAM_SUCCESS)) {
+        Error e = pam_error(h, "set_item", rc);
+        pam_end(h, rc);
+        return e;
+    }
+    return h;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PamSession>> PamSession::open(const std::string& service, const std::string& tenant,
+                                                     const std::string& ruser, const std::string& tty) {
+    auto started = start_handle(service, tenant, ruser, tty);
+    if (!started) return started.error();
+    pam_handle_t* h = started.value();
     std::unique_ptr<PamSession> s(new PamSession(h));
-    if ((rc = pam_set_item(h, PAM_RUSER, ruser.c_str())) != PAM_SUCCESS) return pam_error(h, "set_item", rc);
-    if (!tty.empty() && (rc = pam_set_item(h, PAM_TTY, tty.c_str())) != PAM_SUCCESS)
-        return pam_error(h, "set_item", rc);
-    // Account checks: an expired or locked tenant gets no terminal.
-    rc = fault::fail("pam_acct") ? PAM_ACCT_EXPIRED : pam_acct_mgmt(h, PAM_SILENT);
+    // Account checks: an expired tenant gets no terminal.
+    int rc = fault::fail("pam_acct") ? PAM_ACCT_EXPIRED : pam_acct_mgmt(h, PAM_SILENT);
     if (rc != PAM_SUCCESS) return pam_error(h, "account check", rc);
     if ((rc = pam_setcred(h, PAM_ESTABLISH_CRED | PAM_SILENT)) != PAM_SUCCESS) return pam_error(h, "setcred", rc);
     s->cred_established_ = true;
@@ -59,16 +71,11 @@ Result<std::unique_ptr<PamSession>> PamSession::open(const std::string& service,
 }
 
 Status PamSession::check_account(const std::string& service, const std::string& tenant, const std::string& ruser) {
-    static const pam_conv conv{quiet_conversation, nullptr};
-    pam_handle_t* h = nullptr;
-    int rc = pam_start(service.c_str(), tenant.c_str(), &conv, &h);
-    if (rc != PAM_SUCCESS) {
-        if (h != nullptr) pam_end(h, rc);
-        return fail(Exit::host, "PAM start failed for service " + service);
-    }
-    Status st = ok_status();
-    if ((rc = pam_set_item(h, PAM_RUSER, ruser.c_str())) != PAM_SUCCESS) st = pam_error(h, "set_item", rc);
-    else if ((rc = pam_acct_mgmt(h, PAM_SILENT)) != PAM_SUCCESS) st = pam_error(h, "account check", rc);
+    auto started = start_handle(service, tenant, ruser, {});
+    if (!started) return started.error();
+    pam_handle_t* h = started.value();
+    const int rc = pam_acct_mgmt(h, PAM_SILENT);
+    const Status st = rc == PAM_SUCCESS ? ok_status() : Status(pam_error(h, "account check", rc));
     pam_end(h, rc);
     return st;
 }

@@ -78,10 +78,11 @@ Status verify_dropped(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) {
     if (capng_get_caps_process() != 0) return bad("cannot read capabilities");
     if (capng_have_capabilities(CAPNG_SELECT_CAPS) != CAPNG_NONE) return bad("capabilities remain");
     // Bounding and ambient sets straight from the kernel, not through the
-    // library that did the drop (libcap-ng parses the bounding set out of
-    // /proc/PID/status, which a /proc mounted for another pid namespace
-    // misreports). Ask up to 63: the kernel says EINVAL past its last
-    // capability, whatever this header knows.
+    // library that did the drop: libcap-ng parses the bounding set out of
+    // /proc/PID/status, which a /proc of another pid namespace misreports,
+    // and a library that did nothing would say whatever it says. Ask up to
+    // 63: the kernel says EINVAL past its last capability, whatever this
+    // header knows.
     for (int cap = 0; cap < 64; ++cap) {
         const int bounded = ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
         if (bounded < 0 && cap <= CAP_LAST_CAP) return bad("cannot read the bounding set");

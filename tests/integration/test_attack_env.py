@@ -163,7 +163,7 @@ def test_loader_variables_of_a_root_caller_reach_neither_bwrap_nor_the_jail(host
     LD_PRELOAD or LD_LIBRARY_PATH would load one into bwrap, as the tenant:
     the controls show it)."""
     attack_env = LOADER_ATTACKS[attack](payloads, capshim)
-    env = {**BASE, **attack_env}
+    env = {**CONTROL, **attack_env}  # (CONTROL: an ASan build of the helper takes the preload too)
     if attack != "GCONV_PATH":  # Control: bwrap loads the payload when it gets the variables.
         c = spawn(["/usr/bin/bwrap", "--version"], env=env)
         uid = pwd.getpwnam(PROXY).pw_uid
