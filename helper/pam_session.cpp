@@ -75,7 +75,7 @@ Status PamSession::check_account(const std::string& service, const std::string& 
     if (!started) return started.error();
     pam_handle_t* h = started.value();
     const int rc = pam_acct_mgmt(h, PAM_SILENT);
-    const Status st = rc == PAM_SUCCESS ? ok_status() : Status(pam_error(h, "account check", rc));
+    Status st = rc == PAM_SUCCESS ? ok_status() : Status(pam_error(h, "account check", rc));
     pam_end(h, rc);
     return st;
 }
