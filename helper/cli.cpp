@@ -24,6 +24,8 @@ Error usage(const std::string& msg) { return fail(Exit::usage, msg + " (try --he
 std::string_view usage_text() {
     return "usage: clihost-jail run   --user TENANT --session NAME [-- COMMAND [ARG...]]\n"
            "       clihost-jail kill  --user TENANT --session NAME\n"
+           "       clihost-jail stop  --user TENANT\n"
+           "       clihost-jail list  [--user TENANT]\n"
            "       clihost-jail check [--user TENANT]\n"
            "       clihost-jail print --user TENANT --session NAME [-- COMMAND...]\n"
            "       clihost-jail --version | --help\n";
@@ -51,6 +53,8 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
     else if (verb == "--help" || verb == "-h") cl.verb = Verb::help;
     else if (verb == "run") cl.verb = Verb::run;
     else if (verb == "kill") cl.verb = Verb::kill;
+    else if (verb == "stop") cl.verb = Verb::stop;
+    else if (verb == "list") cl.verb = Verb::list;
     else if (verb == "check") cl.verb = Verb::check;
     else if (verb == "print") cl.verb = Verb::print;
     else return usage("unknown command '" + verb.substr(0, 64) + "'");
@@ -100,11 +104,14 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
     for (int i = rest; i < argc; ++i) cl.command.emplace_back(argv[i]);
     if (has_dashdash && cl.command.empty()) return usage("'--' must be followed by a command");
 
-    const bool needs_session = cl.verb != Verb::check;
-    if (cl.verb == Verb::check && (cl.session || !cl.command.empty()))
-        return usage("check takes only --user");
+    // check and list name a tenant or none; stop names one; the rest name a session too.
+    const bool tenant_only = cl.verb == Verb::check || cl.verb == Verb::list || cl.verb == Verb::stop;
+    if (tenant_only && (cl.session || !cl.command.empty()))
+        return usage(std::string(cl.verb == Verb::check ? "check" : cl.verb == Verb::list ? "list" : "stop") +
+                     " takes only --user");
+    if (cl.verb == Verb::stop && !cl.user) return usage("--user is required");
     if (cl.verb == Verb::kill && !cl.command.empty()) return usage("kill takes no command");
-    if (needs_session && (!cl.user || !cl.session)) return usage("--user and --session are required");
+    if (!tenant_only && (!cl.user || !cl.session)) return usage("--user and --session are required");
     if (cl.user && !is_valid_account_name(*cl.user)) return fail(Exit::refused, "invalid user name");
     if (cl.session && !is_valid_session_name(*cl.session)) return fail(Exit::refused, "invalid session name");
     return cl;

@@ -11,7 +11,7 @@
 
 namespace clihost {
 
-enum class Verb { run, kill, check, print, version, help };
+enum class Verb { run, kill, stop, list, check, print, version, help };
 
 struct CommandLine {
     Verb verb{Verb::help};

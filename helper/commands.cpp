@@ -1,13 +1,11 @@
-// commands.cpp: run, kill, check, print.
+// commands.cpp: the verbs, each a straight line of validate-then-act over the
+// pieces in the other files (orchestration only).
 #include "commands.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
+#include <ctime>
 
 #include "cli.hpp"
 #include "config_file.hpp"
@@ -15,15 +13,16 @@
 #include "log.hpp"
 #include "pam_session.hpp"
 #include "plan.hpp"
-#include "privdrop.hpp"
 #include "probe.hpp"
+#include "session.hpp"
 #include "trusted_path.hpp"
 #include "version.hpp"
 
 namespace clihost {
 namespace {
 
-constexpr uid_t kNobody = 65534;
+// Who runs probes and `check`'s trials when no tenant is named.
+const TenantCreds kNobody{65534, 65534, {65534}};
 
 int refuse(const Error& e) {
     log::refuse(e.code == Exit::refused || e.code == Exit::usage ? "deny" : "fail", e.message);
@@ -34,6 +33,8 @@ std::string verb_name(Verb v) {
     switch (v) {
         case Verb::run: return "run";
         case Verb::kill: return "kill";
+        case Verb::stop: return "stop";
+        case Verb::list: return "list";
         case Verb::check: return "check";
         case Verb::print: return "print";
         case Verb::version: return "version";
@@ -42,38 +43,20 @@ std::string verb_name(Verb v) {
     return "?";
 }
 
-// bwrap is exec'd as root's choice on the tenant's behalf: only root may
-// have been able to put it there (doas' rule for its config, applied to the
-// binary), and it must be executable.
-Status check_bwrap(const Policy& policy) {
-    auto f = open_trusted(policy.bwrap, Trust::must_exist);
-    if (!f) return fail(Exit::host, "bwrap " + f.error().message);
-    if ((f.value().st.st_mode & S_IXOTH) == 0 && (f.value().st.st_mode & S_IXUSR) == 0)
-        return fail(Exit::host, "bwrap " + policy.bwrap + " is not executable");
-    return ok_status();
-}
-
-// Linux-PAM silently falls back to /etc/pam.d/other when a service file is
-// missing, and Debian's "other" stack admits everyone: refuse instead of
-// running a session under rules nobody wrote for us.
-Status check_pam_service(const Policy& policy) {
-    auto f = open_trusted("/etc/pam.d/" + policy.pam_service, Trust::must_exist);
-    if (!f) return fail(Exit::host, "PAM service " + policy.pam_service + ": " + f.error().message);
-    return ok_status();
-}
-
 std::string tty_of_stdin() {
     char buf[256];
     if (::isatty(0) != 1 || ::ttyname_r(0, buf, sizeof buf) != 0) return {};
     return buf;
 }
 
-// Everything a launch needs, validated in order; no side effects yet.
+// Everything a verb needs, validated in order; no side effects yet.
 struct Prepared {
     LoadedPolicy loaded;
     Caller caller;
     std::optional<Tenant> tenant;
     HostProbe probe;
+    const Policy& policy() const { return loaded.policy; }
+    TenantCreds probe_creds() const { return tenant ? creds_of(*tenant) : kNobody; }
 };
 
 Result<Prepared> prepare(const StartState& start, const CommandLine& cl, const AccountDb& db) {
@@ -89,7 +72,9 @@ Result<Prepared> prepare(const StartState& start, const CommandLine& cl, const A
     if (!loaded) return loaded.error();
     p.loaded = std::move(loaded).value();
     if (auto st = authorize_caller(p.loaded.policy, p.caller, db); !st) return st.error();
-    if (cl.user) {
+    // stop and list name a tenant who may no longer qualify (disabled,
+    // removed from the group): they look it up themselves.
+    if (cl.user && cl.verb != Verb::stop && cl.verb != Verb::list) {
         auto t = validate_tenant(p.loaded.policy, *cl.user, db);
         if (!t) return t.error();
         p.tenant = std::move(t).value();
@@ -97,113 +82,194 @@ Result<Prepared> prepare(const StartState& start, const CommandLine& cl, const A
     return p;
 }
 
+Status require_root(const Prepared& p) {
+    if (p.caller.invocation == Invocation::unprivileged)
+        return fail(Exit::host, "not running with root privileges (install setuid root or use sudo)");
+    return ok_status();
+}
+
+Result<Plan> plan_for(const Prepared& p, const StartState& start, Request req,
+                      const std::vector<std::string>& pam_env = {}) {
+    auto plan = build_plan(p.policy(), *p.tenant, req, p.probe, start.caller_env, pam_env);
+    if (plan)
+        for (const auto& w : plan.value().warnings) log::audit("warn", w);
+    return plan;
+}
+
+// The uid of a tenant named for stop/list: a passwd entry in the tenant uid
+// range, or, for an account already deleted, the name a live record keeps.
+Result<uid_t> tenant_uid(const Policy& policy, const std::string& name, const AccountDb& db) {
+    if (auto a = db.user_by_name(name)) {
+        if (a->uid == 0 || a->uid < policy.min_uid || a->uid > policy.max_uid)
+            return fail(Exit::refused, "tenant " + name + " refused: uid outside the tenant range");
+        return a->uid;
+    }
+    for (const auto& r : live_session_jails())
+        if (r.tenant == name) return r.uid;
+    return fail(Exit::refused, "tenant " + name + " refused: no such user");
+}
+
+std::string render(const Plan& plan) {
+    std::string out = "env -i";
+    for (const auto& e : plan.env) out += " " + shell_quote(e);
+    for (const auto& a : plan.argv) out += " " + shell_quote(a);
+    return out + "\n";
+}
+
 int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) {
-    if (auto st = check_bwrap(p.loaded.policy); !st) return refuse(st.error());
-    const Request req{Verb::run, *cl.session, cl.command};
-    auto plan = build_plan(p.loaded.policy, *p.tenant, req, p.probe, start.caller_env, {});
-    if (!plan) return refuse(plan.error());
-    std::string out = "# clihost-jail plan: tenant " + p.tenant->account.name + ", session " + *cl.session +
-                      ", /proc " + plan.value().proc_source +
-                      (plan.value().trial_in_child ? " (a fresh procfs, proven before exec)" : "") +
-                      (p.loaded.policy.pam_session ? ", PAM session " + p.loaded.policy.pam_service +
-                                                         " (its pam_env variables are added at launch)"
-                                                   : ", no PAM session") + "\n";
-    for (const auto& w : plan.value().warnings) out += "# warning: " + w + "\n";
-    out += "env -i";
-    for (const auto& e : plan.value().env) out += " " + shell_quote(e);
-    for (const auto& a : plan.value().argv) out += " " + shell_quote(a);
-    out += "\n";
+    if (auto st = check_trusted_executable("bwrap", p.policy().bwrap); !st) return refuse(st.error());
+    // run plans two jails (the session jail, started if absent, and this
+    // connection's attach jail); run -- COMMAND plans one.
+    std::vector<Request> reqs;
+    if (cl.command.empty()) reqs = {{JailAction::serve, "", {}}, {JailAction::attach, *cl.session, {}}};
+    else reqs = {{JailAction::command, *cl.session, cl.command}};
+    std::string out;
+    for (const auto& req : reqs) {
+        auto plan = build_plan(p.policy(), *p.tenant, req, p.probe, start.caller_env, {});
+        if (!plan) return refuse(plan.error());
+        const Plan& pl = plan.value();
+        const bool pam = p.policy().pam_session && req.action != JailAction::attach;
+        out += "# clihost-jail plan: " + std::string(jail_action_name(req.action)) + " jail, tenant " +
+               p.tenant->account.name + ", session " + *cl.session + ", /proc " + pl.proc_source +
+               (pl.trial_in_child ? " (a fresh procfs, proven before exec)" : "") +
+               (pam ? ", PAM session " + p.policy().pam_service + " (its pam_env variables are added at launch)"
+                    : req.action == JailAction::attach && p.policy().pam_session
+                          ? ", PAM account check " + p.policy().pam_service
+                          : ", no PAM session") +
+               "\n";
+        for (const auto& w : pl.warnings) out += "# warning: " + w + "\n";
+        out += render(pl);
+    }
     const bool written = std::fputs(out.c_str(), stdout) >= 0;
     log::audit("allow", "plan printed");
     return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
 }
 
-int do_launch(const Prepared& p, const CommandLine& cl, const StartState& start) {
-    const Policy& policy = p.loaded.policy;
-    if (p.caller.invocation == Invocation::unprivileged)
-        return refuse(fail(Exit::host, "not running with root privileges (install setuid root or use sudo)"));
-    if (auto st = check_bwrap(policy); !st) return refuse(st.error());
-    const Request req{cl.verb, *cl.session, cl.command};
-    const bool default_tmux = cl.command.empty();
-
-    // kill is a short tmux client, not a login: no PAM session, exec directly.
-    if (cl.verb == Verb::kill || !policy.pam_session) {
-        auto plan = build_plan(policy, *p.tenant, req, p.probe, start.caller_env, {});
-        if (!plan) return refuse(plan.error());
-        for (const auto& w : plan.value().warnings) log::audit("warn", w);
-        log::audit("allow", "exec bwrap, /proc " + plan.value().proc_source + ", no PAM session");
-        return refuse(exec_jail(plan.value(), *p.tenant, default_tmux, start.parent));
+// run without a command: find or start the tenant's session jail, then
+// become this connection's attach jail.
+int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start) {
+    const Policy& policy = p.policy();
+    if (auto st = require_root(p); !st) return refuse(st.error());
+    if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
+    if (policy.pam_session) {
+        if (auto st = check_pam_service(policy.pam_service); !st) return refuse(st.error());
+        // Every attach: an expired tenant cannot attach to a session jail
+        // that is still running (stop ends it).
+        if (auto st = PamSession::check_account(policy.pam_service, p.tenant->account.name, p.caller.name); !st)
+            return refuse(st.error());
     }
-    if (auto st = check_pam_service(policy); !st) return refuse(st.error());
+    auto attach = plan_for(p, start, {JailAction::attach, *cl.session, {}});
+    if (!attach) return refuse(attach.error());
+    auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
+    if (!jail) return refuse(jail.error());
+    log::audit("allow", "attach to the session jail of supervisor " + std::to_string(jail.value().pid));
+    exec_jail(attach.value(), *p.tenant, start.parent);
+}
+
+// run -- COMMAND: a one-off jail of its own, never the session jail.
+int do_command(const Prepared& p, const CommandLine& cl, const StartState& start) {
+    const Policy& policy = p.policy();
+    if (auto st = require_root(p); !st) return refuse(st.error());
+    if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
+    const Request req{JailAction::command, *cl.session, cl.command};
+    if (!policy.pam_session) {
+        auto plan = plan_for(p, start, req);
+        if (!plan) return refuse(plan.error());
+        log::audit("allow", "exec bwrap, /proc " + plan.value().proc_source + ", no PAM session");
+        exec_jail(plan.value(), *p.tenant, start.parent);
+    }
+    if (auto st = check_pam_service(policy.pam_service); !st) return refuse(st.error());
     if (auto st = block_relayed_signals(); !st) return refuse(st.error());
     auto pam = PamSession::open(policy.pam_service, p.tenant->account.name, p.caller.name, tty_of_stdin());
     if (!pam) return refuse(pam.error());
-    auto plan = build_plan(policy, *p.tenant, req, p.probe, start.caller_env, pam.value()->environment());
+    auto plan = plan_for(p, start, req, pam.value()->environment());
     if (!plan) return refuse(plan.error());  // the session closes as pam goes out of scope
-    for (const auto& w : plan.value().warnings) log::audit("warn", w);
     log::audit("allow", "PAM session open, starting bwrap, /proc " + plan.value().proc_source);
-    auto status = run_supervised(plan.value(), *p.tenant, default_tmux, *pam.value());
+    auto status = run_supervised(plan.value(), *p.tenant, *pam.value());
     if (!status) return refuse(status.error());
     log::audit("exit", "jail exited with status " + std::to_string(status.value()) + ", PAM session closed");
     return status.value();
 }
 
-// Runs argv as uid/gid after a full drop; returns its stdout (first line).
-std::string dropped_output(uid_t uid, gid_t gid, const std::vector<std::string>& argv) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return {};
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-        ::close(fds[0]);
-        ::close(fds[1]);
-        return {};
+// kill: a client jail ends one tmux session of the running session jail;
+// tmux then ends the session jail with its last session (exit-empty).
+int do_kill(const Prepared& p, const CommandLine& cl, const StartState& start) {
+    if (auto st = require_root(p); !st) return refuse(st.error());
+    if (auto st = check_trusted_executable("bwrap", p.policy().bwrap); !st) return refuse(st.error());
+    if (!find_session_jail(p.tenant->account.uid))
+        return refuse(fail(Exit::refused, "tenant " + p.tenant->account.name + " has no session jail"));
+    auto plan = plan_for(p, start, {JailAction::kill_session, *cl.session, {}});
+    if (!plan) return refuse(plan.error());
+    log::audit("allow", "exec bwrap (kill-session)");
+    exec_jail(plan.value(), *p.tenant, start.parent);
+}
+
+int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
+    if (auto st = require_root(p); !st) return refuse(st.error());
+    auto uid = tenant_uid(p.policy(), *cl.user, db);
+    if (!uid) return refuse(uid.error());
+    auto stopped = stop_session_jail(uid.value());
+    if (!stopped) return refuse(stopped.error());
+    const std::string what = stopped.value() ? "session jail stopped" : "no session jail was running";
+    log::audit("allow", what);
+    std::printf("%s: %s\n", cl.user->c_str(), what.c_str());
+    return std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
+}
+
+std::string iso_time(long long t) {
+    char buf[32];
+    const std::time_t tt = static_cast<std::time_t>(t);
+    std::tm tm{};
+    if (::gmtime_r(&tt, &tm) == nullptr || std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) return "-";
+    return buf;
+}
+
+// list: one line per live session jail, for a proxy to parse:
+// tenant=NAME uid=UID supervisor=PID started=ISO8601 sessions=a,b,c
+// (sessions=- when they cannot be listed, e.g. the tenant is disabled).
+int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
+    if (auto st = require_root(p); !st) return refuse(st.error());
+    std::optional<uid_t> only;
+    if (cl.user) {
+        auto uid = tenant_uid(p.policy(), *cl.user, db);
+        if (!uid) return refuse(uid.error());
+        only = uid.value();
     }
-    if (pid == 0) {
-        if (::dup2(fds[1], 1) != 1) ::_exit(127);
-        if (::geteuid() == 0 && !drop_privileges(uid, gid, {gid})) ::_exit(127);
-        std::vector<char*> a;
-        a.reserve(argv.size() + 1);
-        for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-        a.push_back(nullptr);
-        char* no_env[] = {nullptr};
-        ::execve(a[0], a.data(), no_env);
-        ::_exit(127);
-    }
-    ::close(fds[1]);
     std::string out;
-    char buf[256];
-    ssize_t n;
-    while (out.size() < 4096 && ((n = ::read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
-        if (n > 0) out.append(buf, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    if (auto nl = out.find('\n'); nl != std::string::npos) out.resize(nl);
-    return (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? out : std::string();
+    for (const auto& r : live_session_jails()) {
+        if (only && r.uid != *only) continue;
+        std::string sessions = "-";
+        auto tenant = validate_tenant(p.policy(), r.tenant, db);
+        if (tenant && tenant.value().account.uid == r.uid) {
+            auto plan = build_plan(p.policy(), tenant.value(), {JailAction::list_sessions, "", {}}, p.probe,
+                                   start.caller_env, {});
+            if (plan) {
+                auto got = capture_jail(plan.value(), tenant.value(), 64 * 1024);
+                if (got.status == 0) {
+                    sessions.clear();
+                    for (char c : got.out) sessions += c == '\n' ? ',' : c;
+                    while (!sessions.empty() && sessions.back() == ',') sessions.pop_back();
+                }
+            }
+        }
+        out += "tenant=" + r.tenant + " uid=" + std::to_string(r.uid) + " supervisor=" + std::to_string(r.pid) +
+               " started=" + iso_time(r.started) + " sessions=" + (sessions.empty() ? "-" : sessions) + "\n";
+    }
+    const bool written = std::fputs(out.c_str(), stdout) >= 0;
+    log::audit("allow", "listed session jails");
+    return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
 }
 
 // A real jail running /bin/true as the tenant, without a PAM session.
 bool trial_jail(const Prepared& p) {
-    const Request req{Verb::run, "check", {"/bin/true"}};
-    Policy policy = p.loaded.policy;
+    Policy policy = p.policy();
     policy.allow_caller_command = true;  // our own fixed command, not the caller's
-    auto plan = build_plan(policy, *p.tenant, req, p.probe, {}, {});
-    if (!plan) return false;
-    const pid_t self = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) return false;
-    if (pid == 0) {
-        const Error e = exec_jail(plan.value(), *p.tenant, false, self);
-        (void)std::fprintf(stderr, "clihost-jail: trial: %s\n", e.message.c_str());
-        ::_exit(static_cast<int>(e.code));
-    }
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    auto plan = build_plan(policy, *p.tenant, {JailAction::command, "check", {"/bin/true"}}, p.probe, {}, {});
+    return plan && capture_jail(plan.value(), *p.tenant, 0).status == 0;
 }
 
 int do_check(const Prepared& p, const StartState& start) {
-    const Policy& policy = p.loaded.policy;
+    const Policy& policy = p.policy();
     std::string r;
     bool can_start = true;
     auto line = [&](const std::string& k, const std::string& v) { r += k + ": " + v + "\n"; };
@@ -217,12 +283,10 @@ int do_check(const Prepared& p, const StartState& start) {
     if (p.caller.invocation == Invocation::unprivileged) problem("privileges", "effective uid is not 0");
     line("config", p.loaded.path + (p.loaded.from_file ? ": ok (root-owned, not writable by group/others)"
                                                        : ": absent, built-in defaults"));
-    if (auto st = check_bwrap(policy); !st) {
+    if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) {
         problem("bwrap", st.error().message);
     } else {
-        const uid_t uid = p.tenant ? p.tenant->account.uid : kNobody;
-        const gid_t gid = p.tenant ? p.tenant->account.gid : kNobody;
-        const auto version = dropped_output(uid, gid, {policy.bwrap, "--version"});
+        const auto version = dropped_output(p.probe_creds(), {policy.bwrap, "--version"});
         // A bwrap that cannot even print its version as an unprivileged user
         // will not start a jail either.
         if (version.empty()) problem("bwrap", policy.bwrap + " --version failed when run unprivileged");
@@ -233,8 +297,10 @@ int do_check(const Prepared& p, const StartState& start) {
     line("host /proc hidepid=invisible", p.probe.host_proc_hidepid ? "yes" : "no");
     line("proc mode", std::string(proc_mode_name(policy.proc)));
     if (!policy.pam_session) line("pam", "no session");
-    else if (auto st = check_pam_service(policy); !st) problem("pam", st.error().message);
+    else if (auto st = check_pam_service(policy.pam_service); !st) problem("pam", st.error().message);
     else line("pam", "session via /etc/pam.d/" + policy.pam_service);
+    if (auto dir = RuntimeDir::open(); !dir) problem("runtime state", dir.error().message);
+    else line("runtime state", std::string(CLIHOST_JAIL_RUNTIME_DIR) + ": ok (root-owned, mode 0700)");
     if (p.tenant) {
         line("tenant", p.tenant->account.name + ": ok (uid " + std::to_string(p.tenant->account.uid) + ", home " +
                            p.tenant->account.home + ")");
@@ -244,7 +310,9 @@ int do_check(const Prepared& p, const StartState& start) {
                 problem("pam account", st.error().message);
             else line("pam account", "ok (" + policy.pam_service + " account checks pass)");
         }
-        auto plan = build_plan(policy, *p.tenant, Request{Verb::run, "check", {}}, p.probe, start.caller_env, {});
+        const auto jail = find_session_jail(p.tenant->account.uid);
+        line("session jail", jail ? "running (supervisor " + std::to_string(jail->pid) + ")" : "not running");
+        auto plan = build_plan(policy, *p.tenant, {JailAction::serve, "", {}}, p.probe, start.caller_env, {});
         if (!plan) problem("plan", plan.error().message);
         else if (can_start && !trial_jail(p)) problem("jail trial", "bwrap could not start /bin/true in the jail");
         else if (can_start) line("jail trial", "ok (/bin/true ran in the jail as " + p.tenant->account.name + ")");
@@ -286,19 +354,20 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
     auto prepared = prepare(start, cl, db);
     if (!prepared) return refuse(prepared.error());
     Prepared& p = prepared.value();
-    const uid_t probe_uid = p.tenant ? p.tenant->account.uid : kNobody;
-    const gid_t probe_gid = p.tenant ? p.tenant->account.gid : kNobody;
-    // proc = private needs no host trial to plan a run/kill/print: the jail
-    // child runs it right before exec (exit 3 if it fails). check always
-    // runs it here, and the other modes need its answer to plan.
-    const bool run_trial = cl.verb == Verb::check || p.loaded.policy.proc != ProcMode::private_only;
-    p.probe = probe_host(p.loaded.policy.ro_bind, probe_uid, probe_gid, run_trial);
+    // proc = private needs no host trial to plan a jail: the jail's first
+    // tenant process runs it right before exec (exit 3 if it fails). check
+    // always runs it here, and the other modes need its answer to plan.
+    const bool run_trial = cl.verb == Verb::check || p.policy().proc != ProcMode::private_only;
+    const TenantCreds who = p.probe_creds();
+    p.probe = probe_host(p.policy().ro_bind, who.uid, who.gid, run_trial);
 
     switch (cl.verb) {
         case Verb::print: return do_print(p, cl, start);
         case Verb::check: return do_check(p, start);
-        case Verb::run:
-        case Verb::kill: return do_launch(p, cl, start);
+        case Verb::run: return cl.command.empty() ? do_attach(p, cl, start) : do_command(p, cl, start);
+        case Verb::kill: return do_kill(p, cl, start);
+        case Verb::stop: return do_stop(p, cl, db);
+        case Verb::list: return do_list(p, cl, start, db);
         default: return static_cast<int>(Exit::internal);
     }
 }

@@ -2,26 +2,37 @@
 #include "launch.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
+#include <poll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "fault.hpp"
 #include "log.hpp"
-#include "privdrop.hpp"
 #include "probe.hpp"
 #include "seccomp_filter.hpp"
 #include "unique_fd.hpp"
 
 namespace clihost {
 namespace {
+
+// How long a waiting process gives a relayed signal to end its child before
+// it SIGKILLs it: bwrap dies at once on any of them, so only a stopped or
+// wedged process is still there after this.
+constexpr int kGraceSeconds = 3;
+// How long a session jail may take to start its tmux server.
+constexpr int kStartSeconds = 10;
 
 std::vector<char*> c_strings(const std::vector<std::string>& v) {
     std::vector<char*> out;
@@ -48,11 +59,12 @@ Result<UniqueFd> open_own_dir(int parent, const char* name, const std::string& s
     return fd;
 }
 
-// Everything still our child once bwrap itself is gone is a remnant of the
-// jail re-parented to us (we are its subreaper): bwrap's sandbox pid 1 whose
-// --die-with-parent was not armed yet (bwrap killed during its setup), or
-// one blocked forever after bwrap failed mid-setup. SIGKILL reaches a pid
-// namespace's init from outside, and the kernel then kills its namespace.
+// Everything still our child once the one we wait for is gone is a remnant
+// of the jail re-parented to us (we are its subreaper): bwrap's sandbox pid
+// 1 whose --die-with-parent was not armed yet (bwrap killed during its
+// setup), or one blocked forever after bwrap failed mid-setup. SIGKILL
+// reaches a pid namespace's init from outside, and the kernel then kills
+// its namespace.
 void kill_remaining_children() {
     const std::string path = "/proc/self/task/" + std::to_string(::getpid()) + "/children";
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -68,60 +80,15 @@ void kill_remaining_children() {
     }
 }
 
-sigset_t forwarded_and_child() {
-    sigset_t set;
-    sigemptyset(&set);
-    for (int s : kForwardedSignals) sigaddset(&set, s);
-    sigaddset(&set, SIGCHLD);
-    return set;
-}
-
-}  // namespace
-
-Status block_relayed_signals() {
-    const sigset_t set = forwarded_and_child();
-    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
-    return ok_status();
-}
-
-Status prepare_socket_dir(const Account& tenant) {
-    UniqueFd home(::open(tenant.home.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!home.valid()) return fail(Exit::refused, "cannot open home " + tenant.home);
-    auto cache = open_own_dir(home.get(), ".cache", tenant.home + "/.cache", tenant.uid, false);
-    if (!cache) return cache.error();
-    auto tmux = open_own_dir(cache.value().get(), "tmux", tenant.home + "/.cache/tmux", tenant.uid, true);
-    if (!tmux) return tmux.error();
-    return ok_status();
-}
-
-namespace {
-
-// The tenant's side of a launch, shared by every path into the jail: drop
-// to the tenant, tie this process to its parent with `deathsig`, run the
-// deferred probe, make the tmux socket directory.
-Status become_tenant(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pid_t expected_parent,
-                     int deathsig) {
-    const Account& t = tenant.account;
-    if (auto st = drop_privileges(t.uid, t.gid, tenant.groups); !st) return st.error();
-    // The drop cleared the parent-death signal (it is reset on credential
-    // changes); set it again so this process dies with (or, for the
-    // watcher, hears of the death of) its parent.
-    // expected_parent was read before the fork: had the parent died before
-    // this point, getppid() would already name init (or a subreaper).
-    if (::prctl(PR_SET_PDEATHSIG, deathsig, 0, 0, 0) != 0 || ::getppid() != expected_parent)
-        return fail(Exit::internal, "cannot tie the jail to its parent");
-    // The deferred host probe, now as the tenant: refuse before bwrap if a
-    // fresh procfs cannot be mounted here (proc = private never falls back).
-    if (plan.trial_in_child) {
-        const auto trial = trial_namespaces(t.uid, t.gid);
-        if (trial.process_limit) return fail(Exit::host, "cannot start the jail: " + trial.detail);
-        if (!trial.user_namespaces)
-            return fail(Exit::host, "user namespaces are unavailable: " + trial.detail);
-        if (!trial.fresh_proc)
-            return fail(Exit::host, "cannot mount a private /proc here (" + trial.detail + "); refusing (proc = private)");
-    }
-    if (make_socket_dir)
-        if (auto st = prepare_socket_dir(t); !st) return st.error();
+// The deferred host probe, run as the tenant right before bwrap: refuse if
+// a fresh procfs cannot be mounted here (proc = private never falls back).
+Status prove_private_proc(const Plan& plan, const Account& t) {
+    if (!plan.trial_in_child) return ok_status();
+    const auto trial = trial_namespaces(t.uid, t.gid);
+    if (trial.process_limit) return fail(Exit::host, "cannot start the jail: " + trial.detail);
+    if (!trial.user_namespaces) return fail(Exit::host, "user namespaces are unavailable: " + trial.detail);
+    if (!trial.fresh_proc)
+        return fail(Exit::host, "cannot mount a private /proc here (" + trial.detail + "); refusing (proc = private)");
     return ok_status();
 }
 
@@ -137,8 +104,10 @@ Error exec_bwrap(const Plan& plan) {
     if (!program) return program.error();
     if (::dup2(program.value().get(), kSeccompFd) != kSeccompFd || ::fcntl(kSeccompFd, F_SETFD, 0) != 0)
         return fail(Exit::internal, "cannot place the seccomp program");
-    // sanitize_process ignored SIGXFSZ for the helper; the jail gets the default.
-    if (::signal(SIGXFSZ, SIG_DFL) == SIG_ERR) return fail(Exit::internal, "cannot reset SIGXFSZ");
+    // The helper ignored these for itself (sanitize_process, the waiting
+    // parents); the jail gets the default dispositions back.
+    for (int sig : {SIGXFSZ, SIGTTOU, SIGTTIN, SIGTSTP})
+        if (::signal(sig, SIG_DFL) == SIG_ERR) return fail(Exit::internal, "cannot reset signal dispositions");
     // The jail starts with nothing blocked (sanitize_process cleared the
     // caller's mask; only the supervisors blocked the relayed signals since).
     sigset_t none;
@@ -150,13 +119,218 @@ Error exec_bwrap(const Plan& plan) {
     return fail(Exit::host, "cannot execute " + plan.bwrap + ": " + std::strerror(errno));
 }
 
-// Waits for `child` with the relayed signals (and SIGCHLD) blocked in `set`:
-// passes each relayed signal on to it, and once it is gone SIGKILLs
-// whatever was re-parented to us (we are a subreaper) until nothing is left.
-// Returns the child's wait status (-1 if it was never reaped).
-int supervise(pid_t child, const sigset_t& set) {
+// A one-off jail on the caller's terminal leaves the process group of the
+// helper's waiting processes, and takes the terminal's foreground with it
+// when the helper had it. A jail that shares a process group with a waiting
+// process can stop it with kill(0, SIGSTOP): process-group signals are not
+// confined by the pid namespace.
+bool leave_process_group() {
+    const bool foreground = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
+    if (::setpgid(0, 0) != 0) return false;
+    if (!foreground) return true;
+    // tcsetpgrp from what is now a background group raises SIGTTOU unless blocked.
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    if (::sigprocmask(SIG_BLOCK, &ttou, &old) != 0) return false;
+    const bool moved = ::tcsetpgrp(0, ::getpid()) == 0;
+    return ::sigprocmask(SIG_SETMASK, &old, nullptr) == 0 && moved;
+}
+
+// The bwrap child of a watcher (already the tenant). It dies with the
+// watcher until bwrap's own --die-with-parent is armed.
+[[noreturn]] void bwrap_child(const Plan& plan, pid_t watcher, int stderr_fd) noexcept {
+    Error e{Exit::internal, "cannot tie the jail to its parent"};
+    try {
+        const bool session = plan.action == JailAction::serve;
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != watcher) {
+            // e already says it
+        } else if (session ? ::setsid() < 0 : !leave_process_group()) {
+            e = fail(Exit::internal, "cannot give the jail a process group of its own");
+        } else if (stderr_fd >= 0 && ::dup2(stderr_fd, 2) != 2) {
+            e = fail(Exit::internal, "cannot redirect the jail's stderr");
+        } else {
+            e = exec_bwrap(plan);
+        }
+        report_tenant_failure(e);
+    } catch (...) {
+    }
+    ::_exit(static_cast<int>(e.code));
+}
+
+// bwrap's own first "bwrap: ..." line, from its stderr captured in a memfd.
+std::string bwrap_message(int memfd) {
+    char buf[512];
+    const ssize_t n = ::pread(memfd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return {};
+    std::string text(buf, static_cast<std::size_t>(n));
+    if (auto nl = text.find('\n'); nl != std::string::npos) text.resize(nl);
+    return text;
+}
+
+// Polls until the session jail's tmux server accepts connections on its
+// socket, or bwrap exits, or the deadline passes. As the tenant: root
+// never connects to a path in a tenant's home.
+Status wait_for_server(const std::string& socket, pid_t bwrap, int stderr_memfd) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (socket.size() >= sizeof addr.sun_path) return fail(Exit::refused, "home path too long for a tmux socket");
+    std::memcpy(addr.sun_path, socket.c_str(), socket.size() + 1);
+    const auto deadline = std::time(nullptr) + kStartSeconds;
+    while (std::time(nullptr) <= deadline) {
+        siginfo_t info{};
+        // WNOWAIT: the status stays for supervise() to reap.
+        if (::waitid(P_PID, static_cast<id_t>(bwrap), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == bwrap) {
+            const std::string said = bwrap_message(stderr_memfd);
+            return fail(Exit::host, "the session jail ended during start-up" + (said.empty() ? "" : ": " + said));
+        }
+        UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        if (!s.valid()) return fail(Exit::internal, "socket failed");
+        if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return ok_status();
+        ::usleep(5000);
+    }
+    return fail(Exit::host, "the session jail's tmux server did not start within " + std::to_string(kStartSeconds) + " s");
+}
+
+// The watcher, between a root process and bwrap: the tenant, unprivileged,
+// not dumpable, a subreaper. Its parent's death (even by SIGKILL) reaches
+// it as SIGHUP, which it relays like any other: bwrap dies, and whatever
+// bwrap leaves (a sandbox still being set up, not yet armed with
+// --die-with-parent) is re-parented to the watcher and SIGKILLed.
+// For the session jail it first makes the socket directory and reports on
+// `ready_fd` once the tmux server is up. Returns its exit status.
+int watch_jail(const Plan& plan, const Tenant& tenant, int ready_fd) {
+    const bool session = plan.action == JailAction::serve;
+    auto failed = [&](const Error& e) {
+        if (ready_fd >= 0) write_report(ready_fd, e);
+        else report_tenant_failure(e);
+        return static_cast<int>(e.code);
+    };
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return failed(fail(Exit::internal, "cannot set up the jail's watcher"));
+    if (auto st = prove_private_proc(plan, tenant.account); !st) return failed(st.error());
+    UniqueFd stderr_memfd;
+    const std::string socket = plan.socket_dir + "/clihost.sock";
+    if (session) {
+        if (auto st = prepare_socket_dir(tenant.account); !st) return failed(st.error());
+        // A socket left by a server that was SIGKILLed would answer nothing;
+        // one of a server still running somehow would answer for us. Neither.
+        if (::unlink(socket.c_str()) != 0 && errno != ENOENT)
+            return failed(fail(Exit::refused, "cannot remove the stale tmux socket " + socket));
+        stderr_memfd.reset(static_cast<int>(::syscall(SYS_memfd_create, "clihost-jail-stderr", MFD_CLOEXEC)));
+        if (!stderr_memfd.valid()) return failed(fail(Exit::internal, "memfd_create failed"));
+    }
+    const pid_t self = ::getpid();
+    const pid_t bwrap = fault::fail("fork_bwrap") ? -1 : ::fork();
+    if (bwrap < 0) return failed(fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno)));
+    if (bwrap == 0) bwrap_child(plan, self, stderr_memfd.get());
+    if (session) {
+        const Status up = wait_for_server(socket, bwrap, stderr_memfd.get());
+        write_report(ready_fd, up);
+        ::close(ready_fd);
+        if (!up) {
+            ::kill(bwrap, SIGKILL);
+            (void)supervise(bwrap);
+            return static_cast<int>(up.error().code);
+        }
+    }
+    return exit_status_of(supervise(bwrap));
+}
+
+pid_t fork_watcher(const Plan& plan, const Tenant& tenant, int ready_fd) {
+    const pid_t self = ::getpid();
+    const pid_t child = fault::fail("fork") ? -1 : ::fork();
+    if (child == 0)
+        run_as_tenant(creds_of(tenant), self, SIGHUP, [&] { return watch_jail(plan, tenant, ready_fd); });
+    return child;
+}
+
+// A waiting root process must not be stopped by writing to a terminal whose
+// foreground the jail took (TOSTOP), nor by the terminal's stop keys.
+Status ignore_terminal_stops() {
+    for (int sig : {SIGTTOU, SIGTTIN, SIGTSTP})
+        if (::signal(sig, SIG_IGN) == SIG_ERR) return fail(Exit::internal, "cannot ignore terminal stop signals");
+    return ok_status();
+}
+
+}  // namespace
+
+void write_report(int fd, const Status& st) {
+    std::string line = st ? std::string("ok") : "fail " + std::to_string(static_cast<int>(st.error().code)) + " " + st.error().message;
+    if (line.size() > 1000) line.resize(1000);
+    for (char& c : line)
+        if (c == '\n') c = ' ';
+    line += '\n';
+    (void)!::write(fd, line.data(), line.size());
+}
+
+Status read_report(int fd, int seconds) {
+    std::string line;
+    const auto deadline = std::time(nullptr) + seconds;
+    while (line.find('\n') == std::string::npos && line.size() < 2048) {
+        const auto left = deadline - std::time(nullptr);
+        pollfd p{fd, POLLIN, 0};
+        const int r = left < 0 ? 0 : ::poll(&p, 1, static_cast<int>(left * 1000 + 100));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return fail(Exit::host, "the session jail did not start within " + std::to_string(seconds) + " s");
+        char buf[512];
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        line.append(buf, static_cast<std::size_t>(n));
+    }
+    if (line.rfind("ok\n", 0) == 0) return ok_status();
+    if (line.rfind("fail ", 0) == 0 && line.size() > 7) {
+        const int code = line[5] - '0';
+        if (code >= 1 && code <= 4 && line[6] == ' ') {
+            auto msg = line.substr(7);
+            if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+            return fail(static_cast<Exit>(code), msg);
+        }
+    }
+    return fail(Exit::internal, "the session jail's start-up ended without a report");
+}
+
+TenantCreds creds_of(const Tenant& tenant) { return {tenant.account.uid, tenant.account.gid, tenant.groups}; }
+
+sigset_t relayed_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGCHLD}) sigaddset(&set, s);
+    return set;
+}
+
+Status block_relayed_signals() {
+    const sigset_t set = relayed_signals();
+    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
+    return ok_status();
+}
+
+Status prepare_socket_dir(const Account& tenant) {
+    UniqueFd home(::open(tenant.home.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!home.valid()) return fail(Exit::refused, "cannot open home " + tenant.home);
+    auto cache = open_own_dir(home.get(), ".cache", tenant.home + "/.cache", tenant.uid, false);
+    if (!cache) return cache.error();
+    auto tmux = open_own_dir(cache.value().get(), "tmux", tenant.home + "/.cache/tmux", tenant.uid, true);
+    if (!tmux) return tmux.error();
+    return ok_status();
+}
+
+void exec_jail(const Plan& plan, const Tenant& tenant, pid_t expected_parent) noexcept {
+    run_as_tenant(creds_of(tenant), expected_parent, SIGKILL, [&] {
+        const Error e = [&] {
+            if (auto st = prove_private_proc(plan, tenant.account); !st) return st.error();
+            return exec_bwrap(plan);
+        }();
+        report_tenant_failure(e);
+        return static_cast<int>(e.code);
+    });
+}
+
+int supervise(pid_t child) {
+    const sigset_t set = relayed_signals();
     int status = -1;
     bool reaped = false;
+    std::time_t deadline = 0;  // set once a relayed signal was passed on
     while (true) {
         // Reap whatever has exited: our child, or a descendant re-parented to us.
         bool children_left = true;
@@ -176,7 +350,23 @@ int supervise(pid_t child, const sigset_t& set) {
         if (!children_left) break;
         if (reaped) kill_remaining_children();
         siginfo_t info{};
-        const int sig = ::sigwaitinfo(&set, &info);
+        int sig;
+        if (deadline != 0) {
+            const std::time_t left = deadline - std::time(nullptr);
+            if (left <= 0) {
+                // The signal was not obeyed in time (a stopped or wedged
+                // process): no root process waits forever on a tenant's.
+                if (!reaped) ::kill(child, SIGKILL);
+                kill_remaining_children();
+                deadline = std::time(nullptr) + kGraceSeconds;
+                continue;
+            }
+            const timespec wait{left, 0};
+            sig = ::sigtimedwait(&set, &info, &wait);
+            if (sig < 0 && errno == EAGAIN) continue;
+        } else {
+            sig = ::sigwaitinfo(&set, &info);
+        }
         if (sig < 0) {
             if (errno == EINTR) continue;
             // Cannot happen with a valid set; wait blocking instead of spinning.
@@ -184,14 +374,18 @@ int supervise(pid_t child, const sigset_t& set) {
             break;
         }
         // TERM/HUP/INT/QUIT (including our own parent-death SIGHUP): pass it
-        // on; bwrap dies, and --die-with-parent takes the whole jail with it
-        // (what it leaves behind comes to us and is SIGKILLed above).
-        if (sig != SIGCHLD && !reaped) ::kill(child, sig);
+        // on, and wake the child should something have stopped it; bwrap
+        // dies, and --die-with-parent takes the whole jail with it (what it
+        // leaves behind comes to us and is SIGKILLed above).
+        if (sig != SIGCHLD && !reaped) {
+            ::kill(child, sig);
+            ::kill(child, SIGCONT);
+            if (deadline == 0) deadline = std::time(nullptr) + kGraceSeconds;
+        }
     }
     return reaped ? status : -1;
 }
 
-// A wait status as an exit status: 128 + the signal, as a shell reports it.
 int exit_status_of(int status) {
     if (status == -1) return static_cast<int>(Exit::internal);
     if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -199,52 +393,17 @@ int exit_status_of(int status) {
     return static_cast<int>(Exit::internal);
 }
 
-// The watcher, between the root parent and bwrap: the tenant, unprivileged,
-// a subreaper. Its parent's death (even by SIGKILL, when nothing of the root
-// parent runs any more) reaches it as SIGHUP, which it relays like any other:
-// bwrap dies, and the sandbox that bwrap was still setting up, not yet armed
-// with --die-with-parent, is re-parented to the watcher and SIGKILLed.
-// Returns the exit status for the root parent; logs its own failures.
-int watch_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pid_t root_parent, const sigset_t& set) {
-    if (auto st = become_tenant(plan, tenant, make_socket_dir, root_parent, SIGHUP); !st) {
-        log::refuse("fail", st.error().message);
-        return static_cast<int>(st.error().code);
-    }
-    // The drop reset the dumpable flag to the system's suid_dumpable: this
-    // copy of the helper's memory stays out of the tenant's ptrace and cores.
-    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
-        log::refuse("fail", "cannot set up the jail's watcher");
-        return static_cast<int>(Exit::internal);
-    }
-    const pid_t self = ::getpid();
-    const pid_t bwrap = fault::fail("fork_bwrap") ? -1 : ::fork();
-    if (bwrap < 0) {
-        log::refuse("fail", std::string("fork failed: ") + std::strerror(errno));
-        return static_cast<int>(Exit::internal);
-    }
-    if (bwrap == 0) {
-        // bwrap dies with the watcher until its own --die-with-parent is armed.
-        Error e = ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != self
-                      ? fail(Exit::internal, "cannot tie the jail to its parent")
-                      : exec_bwrap(plan);
-        log::refuse("fail", e.message);
-        ::_exit(static_cast<int>(e.code));
-    }
-    return exit_status_of(supervise(bwrap, set));
-}
-
-}  // namespace
-
-Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pid_t expected_parent) {
-    if (auto st = become_tenant(plan, tenant, make_socket_dir, expected_parent, SIGKILL); !st) return st.error();
-    return exec_bwrap(plan);
-}
-
-Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_socket_dir, PamSession& pam) {
+Result<int> run_supervised(const Plan& plan, const Tenant& tenant, PamSession& pam) {
     // Block the relayed signals before forking so none is lost between fork
     // and the wait loop (block_relayed_signals did so already before PAM).
-    const sigset_t set = forwarded_and_child();
-    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
+    if (auto st = block_relayed_signals(); !st) {
+        (void)pam.close();
+        return st.error();
+    }
+    if (auto st = ignore_terminal_stops(); !st) {
+        (void)pam.close();
+        return st.error();
+    }
     // Subreaper: should the watcher die first (the tenant may kill its own
     // processes), what it leaves of the jail comes to us, so the PAM session
     // is closed only once every process of the jail is gone.
@@ -252,18 +411,87 @@ Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_soc
         (void)pam.close();
         return fail(Exit::internal, "cannot become the jail's subreaper");
     }
-    const pid_t self = ::getpid();
-    const pid_t child = fault::fail("fork") ? -1 : ::fork();
+    const pid_t child = fork_watcher(plan, tenant, -1);
     if (child < 0) {
         const std::string why = std::strerror(errno);
         (void)pam.close();
         return fail(Exit::internal, "fork failed: " + why);
     }
-    if (child == 0) ::_exit(watch_jail(plan, tenant, make_socket_dir, self, set));
-    const int status = supervise(child, set);
+    const int status = supervise(child);
     const auto closed = pam.close();
     if (!closed) log::refuse("fail", closed.error().message);
     return exit_status_of(status);
+}
+
+Result<pid_t> spawn_session_watcher(const Plan& plan, const Tenant& tenant, int ready_fd) {
+    if (auto st = block_relayed_signals(); !st) return st.error();
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return fail(Exit::internal, "cannot become the jail's subreaper");
+    const pid_t child = fork_watcher(plan, tenant, ready_fd);
+    if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
+    return child;
+}
+
+Captured capture_jail(const Plan& plan, const Tenant& tenant, std::size_t max) {
+    Captured c;
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return c;
+    const pid_t self = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        // stdout to us, stderr nowhere (tmux's "no server running" is not output).
+        const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (::dup2(fds[1], 1) != 1 || null < 0 || ::dup2(null, 2) != 2) ::_exit(static_cast<int>(Exit::internal));
+        exec_jail(plan, tenant, self);
+    }
+    ::close(fds[1]);
+    if (pid < 0) {
+        ::close(fds[0]);
+        return c;
+    }
+    char buf[1024];
+    ssize_t n;
+    while ((n = ::read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0 && c.out.size() < max) c.out.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    c.status = exit_status_of(status);
+    if (c.out.size() > max) c.out.resize(max);
+    return c;
+}
+
+std::string dropped_output(const TenantCreds& creds, const std::vector<std::string>& argv) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return {};
+    const pid_t self = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        auto run = [&] {
+            auto a = c_strings(argv);
+            char* no_env[] = {nullptr};
+            ::execve(a[0], a.data(), no_env);
+            return 127;
+        };
+        if (::dup2(fds[1], 1) != 1) ::_exit(127);
+        // An unprivileged `check` has nobody to become.
+        if (::geteuid() != 0) ::_exit(run());
+        run_as_tenant(creds, self, SIGKILL, run);
+    }
+    ::close(fds[1]);
+    if (pid < 0) {
+        ::close(fds[0]);
+        return {};
+    }
+    std::string out;
+    char buf[256];
+    ssize_t n;
+    while (out.size() < 4096 && ((n = ::read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+        if (n > 0) out.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (auto nl = out.find('\n'); nl != std::string::npos) out.resize(nl);
+    return (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? out : std::string();
 }
 
 }  // namespace clihost

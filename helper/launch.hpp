@@ -1,16 +1,24 @@
-// launch.hpp: carry out a Plan. The child drops privileges and execs bwrap by
-// absolute path; the parent (still root) forwards signals, waits, closes the
-// PAM session and returns the jailed command's status.
+// launch.hpp: carry out a Plan. Every process that runs a jail becomes the
+// tenant through run_as_tenant (privdrop.hpp) and execs bwrap by absolute
+// path; a root process that waits on one (the one-off jail's parent, the
+// session jail's supervisor) relays signals, reaps, and never waits forever.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
+
+#include <string>
+#include <vector>
 
 #include "identity.hpp"
 #include "pam_session.hpp"
 #include "plan.hpp"
+#include "privdrop.hpp"
 #include "result.hpp"
 
 namespace clihost {
+
+TenantCreds creds_of(const Tenant& tenant);
 
 // The tmux socket directory, made by the tenant after the drop (never by
 // root: root following a tenant's symlink is how a tenant would get root to
@@ -18,21 +26,54 @@ namespace clihost {
 // be real directories owned by the tenant; the latter ends up mode 0700.
 Status prepare_socket_dir(const Account& tenant);
 
-// Drop privileges, prepare, exec. Returns only on failure. expected_parent:
-// who must still be our parent after the drop (read before any fork).
-Error exec_jail(const Plan& plan, const Tenant& tenant, bool make_socket_dir, pid_t expected_parent);
+// This process becomes the tenant and execs the jail (client jails, and a
+// one-off jail without PAM). It dies with `expected_parent` (the caller,
+// read before any fork). Never returns: a failure is logged and exits.
+[[noreturn]] void exec_jail(const Plan& plan, const Tenant& tenant, pid_t expected_parent) noexcept;
 
 // Block the relayed signals (and SIGCHLD) from before the PAM session opens:
-// one arriving meanwhile stays pending and is relayed by run_supervised, so
-// the session is always closed (not left open by a default-action death).
+// one arriving meanwhile stays pending and is relayed by the waiting parent,
+// so the session is always closed (not left open by a default-action death).
 Status block_relayed_signals();
+sigset_t relayed_signals();
 
-// With a PAM session: fork a watcher that becomes the tenant and forks and
-// execs bwrap, wait in the parent (relaying signals), then close the
-// session. Returns the exit status to hand to our caller.
-Result<int> run_supervised(const Plan& plan, const Tenant& tenant, bool make_socket_dir, PamSession& pam);
+// A one-off jail with a PAM session: fork a watcher that becomes the tenant
+// and forks and execs bwrap, wait in the parent (relaying signals), then
+// close the session. Returns the exit status to hand to our caller.
+Result<int> run_supervised(const Plan& plan, const Tenant& tenant, PamSession& pam);
 
-// Signals the waiting parent relays to the jail.
-inline constexpr int kForwardedSignals[] = {1 /*HUP*/, 2 /*INT*/, 3 /*QUIT*/, 15 /*TERM*/};
+// The session jail's watcher, forked by its supervisor: the tenant makes
+// the tmux socket directory, starts bwrap (in a session of its own) and
+// writes one line to `ready_fd` once the tmux server accepts connections
+// ("ok") or it failed ("fail CODE MESSAGE"). Returns the watcher's pid.
+Result<pid_t> spawn_session_watcher(const Plan& plan, const Tenant& tenant, int ready_fd);
+
+// Waits for `child` with relayed_signals() blocked: relays each signal to
+// it, reaps everything re-parented to us, and SIGKILLs what is left once the
+// child is gone or a relayed signal was not obeyed within a grace period
+// (a stopped or wedged tenant process must not keep a root process waiting).
+// Returns the child's wait status (-1 if it was never reaped).
+int supervise(pid_t child);
+
+// A wait status as an exit status: 128 + the signal, as a shell reports it.
+int exit_status_of(int status);
+
+// Start-up reports between the session jail's processes: one line, "ok" or
+// "fail CODE MESSAGE". read_report waits at most `seconds`; a pipe closed
+// without a line is a failure.
+void write_report(int fd, const Status& st);
+Status read_report(int fd, int seconds);
+
+// Runs a client jail (list) with its stdout captured; returns the exit
+// status and up to `max` bytes of output.
+struct Captured {
+    int status{-1};
+    std::string out;
+};
+Captured capture_jail(const Plan& plan, const Tenant& tenant, std::size_t max);
+
+// Runs argv as the tenant (or as `creds` for check without a tenant) after
+// the full drop; returns the first line of its stdout ("" on failure).
+std::string dropped_output(const TenantCreds& creds, const std::vector<std::string>& argv);
 
 }  // namespace clihost

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "cli.hpp"
 #include "seccomp_filter.hpp"
 
 namespace clihost {
@@ -27,6 +28,23 @@ bool is_printable(std::string_view v) {
 std::string tmux_socket_dir(const Account& tenant) { return tenant.home + "/.cache/tmux"; }
 
 }  // namespace
+
+std::string_view jail_action_name(JailAction action) {
+    switch (action) {
+        case JailAction::serve: return "session";
+        case JailAction::attach: return "attach";
+        case JailAction::kill_session: return "kill";
+        case JailAction::list_sessions: return "list";
+        case JailAction::command: return "command";
+    }
+    return "?";
+}
+
+bool is_client_action(JailAction action) {
+    return action == JailAction::attach || action == JailAction::kill_session || action == JailAction::list_sessions;
+}
+
+std::string tmux_socket(const Account& tenant) { return tmux_socket_dir(tenant) + "/clihost.sock"; }
 
 bool is_well_formed_env_value(std::string_view value) {
     if (value.empty() || value.size() > 128) return false;
@@ -64,34 +82,59 @@ std::vector<std::string> build_environment(const Policy& policy, const Account& 
     return env;
 }
 
-std::vector<std::string> tmux_command(const Account& tenant, Verb verb, std::string_view session) {
+std::vector<std::string> tmux_command(const Account& tenant, JailAction action, std::string_view session) {
     // tmux itself turns '.' and ':' in session names into '_'; doing it here
     // keeps new-session -A and the exact-match kill target the same name.
     std::string name(session);
     std::replace(name.begin(), name.end(), '.', '_');
-    const std::string socket = tmux_socket_dir(tenant) + "/clihost.sock";
-    if (verb == Verb::kill)
-        // "=" asks tmux for an exact match: "-t dev" must never kill "dev2".
-        return {std::string(kTmux), "-S", socket, "kill-session", "-t", "=" + name};
-    return {std::string(kTmux), "-S", socket, "new-session", "-A", "-s", name};
+    const std::string tmux(kTmux);
+    const std::string socket = tmux_socket(tenant);
+    switch (action) {
+        case JailAction::serve:
+            // -D: the server in the foreground, as bwrap's command: bwrap ends
+            // the jail's pid namespace when its command exits, so a daemonising
+            // tmux would take everything with it at once. -D also turns
+            // exit-empty off until the first attach turns it on.
+            return {tmux, "-S", socket, "-D"};
+        case JailAction::attach:
+            // -N: a client never starts a server. A server started here would
+            // run the tenant's shells in this connection's jail, which has no
+            // network and dies with the connection. exit-empty on: once the
+            // last session ends, the server exits and so does the session jail.
+            return {tmux, "-N", "-S", socket, "new-session", "-A", "-s", name, ";", "set-option", "-s",
+                    "exit-empty", "on"};
+        case JailAction::kill_session:
+            // "=" asks tmux for an exact match: "-t dev" must never kill "dev2".
+            return {tmux, "-N", "-S", socket, "kill-session", "-t", "=" + name};
+        case JailAction::list_sessions:
+            return {tmux, "-N", "-S", socket, "list-sessions", "-F", "#{session_name}"};
+        case JailAction::command: break;
+    }
+    return {};
 }
 
 std::vector<std::string> build_bwrap_argv(const Policy& policy, const Account& tenant, const HostProbe& probe,
                                           const std::vector<std::string>& env, bool private_proc,
-                                          const std::vector<std::string>& command) {
-    std::vector<std::string> a{policy.bwrap,
-                               // A new user namespace makes bwrap run unprivileged; new pid and
-                               // ipc namespaces hide other tenants' processes and SysV/POSIX IPC.
-                               "--unshare-user", "--unshare-pid", "--unshare-ipc",
-                               // No nested user namespaces: they add kernel attack surface and
-                               // would let a tenant become "root" over its own mounts.
-                               "--disable-userns",
-                               // Nothing of the jail outlives the helper that started it.
-                               "--die-with-parent",
-                               // No TIOCSTI/TIOCLINUX into the caller's terminal (seccomp_filter.hpp).
-                               "--seccomp", std::to_string(kSeccompFd),
-                               // The jail's environment is exactly ours, whatever bwrap inherits.
-                               "--clearenv"};
+                                          JailAction action, const std::vector<std::string>& command) {
+    // A new user namespace makes bwrap run unprivileged; new pid and ipc
+    // namespaces hide other tenants' processes and SysV/POSIX IPC.
+    std::vector<std::string> a{policy.bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc"};
+    // A client jail reaches the session jail through the socket's path
+    // (path sockets do not depend on the network namespace) and nothing else.
+    if (is_client_action(action)) a.emplace_back("--unshare-net");
+    // No nested user namespaces: they add kernel attack surface and would let
+    // a tenant become "root" over its own mounts.
+    a.emplace_back("--disable-userns");
+    // Nothing of the jail outlives the process that started it (the session
+    // jail's watcher, or the connection's helper process).
+    a.emplace_back("--die-with-parent");
+    // The session jail belongs to no terminal and no caller's process group
+    // or session: nothing a connection does reaches it as a signal.
+    if (action == JailAction::serve) a.emplace_back("--new-session");
+    // No TIOCSTI/TIOCLINUX into the caller's terminal (seccomp_filter.hpp).
+    a.insert(a.end(), {"--seccomp", std::to_string(kSeccompFd)});
+    // The jail's environment is exactly ours, whatever bwrap inherits.
+    a.emplace_back("--clearenv");
     for (const auto& kv : env) {
         const auto eq = kv.find('=');
         a.insert(a.end(), {"--setenv", kv.substr(0, eq), kv.substr(eq + 1)});
@@ -112,8 +155,10 @@ std::vector<std::string> build_bwrap_argv(const Policy& policy, const Account& t
 Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Request& request, const HostProbe& probe,
                         const CallerEnv& caller_env, const std::vector<std::string>& pam_env) {
     const Account& t = tenant.account;
-    if (!is_valid_session_name(request.session)) return fail(Exit::refused, "invalid session name");
-    if (!request.command.empty() && request.verb != Verb::run) return fail(Exit::usage, "only run takes a command");
+    const bool named = request.action == JailAction::attach || request.action == JailAction::kill_session;
+    if (named && !is_valid_session_name(request.session)) return fail(Exit::refused, "invalid session name");
+    if ((request.action == JailAction::command) != !request.command.empty())
+        return fail(Exit::usage, "only a command jail takes a command, and it needs one");
     // A caller-chosen command turns the helper into "run anything as any
     // tenant"; only an operator may enable that.
     if (!request.command.empty() && !policy.allow_caller_command)
@@ -125,6 +170,7 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
         return fail(Exit::host, "user namespaces are unavailable: " + probe.trial_detail);
 
     Plan plan;
+    plan.action = request.action;
     plan.bwrap = policy.bwrap;
     plan.socket_dir = tmux_socket_dir(t);
     if (plan.socket_dir.size() + std::string_view("/clihost.sock").size() > kMaxSocketPath)
@@ -152,8 +198,9 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     }
     plan.proc_source = private_proc ? "private" : "host";
     plan.env = build_environment(policy, t, caller_env, pam_env);
-    const auto command = request.command.empty() ? tmux_command(t, request.verb, request.session) : request.command;
-    plan.argv = build_bwrap_argv(policy, t, probe, plan.env, private_proc, command);
+    const auto command =
+        request.action == JailAction::command ? request.command : tmux_command(t, request.action, request.session);
+    plan.argv = build_bwrap_argv(policy, t, probe, plan.env, private_proc, request.action, command);
     return plan;
 }
 

@@ -8,7 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include "cli.hpp"
 #include "config.hpp"
 #include "identity.hpp"
 #include "probe.hpp"
@@ -20,13 +19,32 @@ inline constexpr std::string_view kSafePath = "/usr/local/bin:/usr/bin:/bin";
 inline constexpr std::string_view kTmux = "/usr/bin/tmux";
 inline constexpr std::string_view kDefaultShell = "/bin/sh";
 
+// What a jail is for. It decides the jail's shape and command; the command
+// line's Verb does not (one `run` plans two jails: the session jail and the
+// attach jail).
+enum class JailAction {
+    serve,          // the session jail: the tenant's tmux server in the foreground,
+                    // in a session of its own, detached from any connection
+    attach,         // the attach jail: a tmux client attaching to (creating) a session
+    kill_session,   // a client jail ending one tmux session
+    list_sessions,  // a client jail listing the tmux sessions
+    command,        // a one-off jail running the caller's command (allow_caller_command)
+};
+
+std::string_view jail_action_name(JailAction action);
+
+// Client jails only talk to the session jail's tmux server through its
+// socket: no network at all, and nothing of them outlives the connection.
+bool is_client_action(JailAction action);
+
 struct Request {
-    Verb verb{Verb::run};       // run or kill (print plans a run)
-    std::string session;
-    std::vector<std::string> command;  // empty: the default tmux command
+    JailAction action{JailAction::attach};
+    std::string session;               // attach and kill_session
+    std::vector<std::string> command;  // command only
 };
 
 struct Plan {
+    JailAction action{JailAction::attach};
     std::string bwrap;                  // absolute path, exec'd without PATH lookup
     std::vector<std::string> argv;      // argv[0] == bwrap
     std::vector<std::string> env;       // "NAME=value", the exec environment
@@ -51,12 +69,15 @@ bool is_well_formed_env_value(std::string_view value);
 std::vector<std::string> build_environment(const Policy& policy, const Account& tenant, const CallerEnv& caller,
                                            const std::vector<std::string>& pam_env);
 
-// The tmux command for run (new-session -A) or kill (kill-session) of a session.
-std::vector<std::string> tmux_command(const Account& tenant, Verb verb, std::string_view session);
+// The tenant's tmux socket, served by its session jail.
+std::string tmux_socket(const Account& tenant);
+
+// The tmux command of a jail action (not for JailAction::command).
+std::vector<std::string> tmux_command(const Account& tenant, JailAction action, std::string_view session);
 
 std::vector<std::string> build_bwrap_argv(const Policy& policy, const Account& tenant, const HostProbe& probe,
                                           const std::vector<std::string>& env, bool private_proc,
-                                          const std::vector<std::string>& command);
+                                          JailAction action, const std::vector<std::string>& command);
 
 Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Request& request, const HostProbe& probe,
                         const CallerEnv& caller_env, const std::vector<std::string>& pam_env);

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "fault.hpp"
+#include "log.hpp"
 
 namespace clihost {
 namespace {
@@ -52,6 +53,23 @@ Status drop_privileges(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) {
     if (!fault::fail("skip_no_new_privs") && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         return drop_failed("no_new_privs");
     return verify_dropped(uid, gid, groups);
+}
+
+Status enter_tenant(const TenantCreds& who, pid_t expected_parent, int deathsig) {
+    if (auto st = drop_privileges(who.uid, who.gid, who.groups); !st) return st;
+    if (fault::fail("dumpable") || ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+        return fail(Exit::internal, "cannot make the tenant's process not dumpable");
+    if (::prctl(PR_SET_PDEATHSIG, deathsig, 0, 0, 0) != 0 || ::getppid() != expected_parent)
+        return fail(Exit::internal, "cannot tie the jail to its parent");
+    return ok_status();
+}
+
+void report_tenant_failure(const Error& e) noexcept {
+    try {
+        log::refuse("fail", e.message);
+    } catch (...) {
+        // Nothing more to say: the exit code still says it.
+    }
 }
 
 Status verify_dropped(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) {

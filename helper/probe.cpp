@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "fault.hpp"
+#include "privdrop.hpp"
 #include "unique_fd.hpp"
 
 namespace clihost {
@@ -69,15 +70,6 @@ int trial_clone() {
     while (::waitpid(static_cast<pid_t>(pid), &status, 0) < 0)
         if (errno != EINTR) return kTrialForkFailed;
     return WIFEXITED(status) ? WEXITSTATUS(status) : kTrialForkFailed;
-}
-
-[[noreturn]] void dropped_trial_child(uid_t uid, gid_t gid) {
-    // Drop fully before touching namespaces: the trial must not succeed
-    // only because it ran as root.
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 || ::setresuid(uid, uid, uid) != 0)
-        ::_exit(kTrialDropFailed);
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(kTrialDropFailed);
-    ::_exit(trial_clone());
 }
 
 TrialResult describe(int code) {
@@ -158,9 +150,12 @@ std::vector<HostPath> inspect_host_paths(const std::vector<std::string>& paths) 
 TrialResult trial_namespaces(uid_t uid, gid_t gid) {
     // Already unprivileged (the jail child after its drop): clone directly.
     if (::geteuid() != 0) return describe(trial_clone());
+    const pid_t self = ::getpid();
     const pid_t pid = fault::fail("probe_fork") ? -1 : ::fork();
     if (pid < 0) return describe(kTrialForkFailed);
-    if (pid == 0) dropped_trial_child(uid, gid);
+    // Drop fully before touching namespaces: the trial must not succeed
+    // only because it ran as root.
+    if (pid == 0) run_as_tenant(TenantCreds{uid, gid, {gid}}, self, SIGKILL, [] { return trial_clone(); });
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) return describe(kTrialForkFailed);

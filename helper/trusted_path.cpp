@@ -14,6 +14,19 @@ bool is_trusted_stat(const struct stat& st) {
     return st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
+Status check_trusted_executable(const std::string& what, const std::string& path) {
+    auto f = open_trusted(path, Trust::must_exist);
+    if (!f) return fail(Exit::host, what + " " + f.error().message);
+    if ((f.value().st.st_mode & (S_IXOTH | S_IXUSR)) == 0) return fail(Exit::host, what + " " + path + " is not executable");
+    return ok_status();
+}
+
+Status check_pam_service(const std::string& service) {
+    auto f = open_trusted("/etc/pam.d/" + service, Trust::must_exist);
+    if (!f) return fail(Exit::host, "PAM service " + service + ": " + f.error().message);
+    return ok_status();
+}
+
 Result<TrustedFile> open_trusted(const std::string& path, Trust trust) {
     if (!is_clean_absolute_path(path) || path == "/") return fail(Exit::host, "not a clean absolute path: " + path);
     UniqueFd dir(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -26,10 +26,12 @@ if ! pgrep -x rsyslogd >/dev/null; then
 fi
 
 build=${BUILD_DIR:-$top/build/ci}
-# The test build reads its default config from a test-only path so that the
-# suites never touch a real /etc/clihost-jail/jail.conf on the machine.
+# The test build reads its default config from a test-only path, and keeps
+# its session jails' state in a test-only runtime directory, so that the
+# suites never touch a real /etc/clihost-jail/jail.conf or /run/clihost-jail.
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-test/jail.conf >/dev/null
+  -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-test/jail.conf \
+  -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-test >/dev/null
 cmake --build "$build" -j"$(nproc)"
 
 cd "$build"

@@ -61,7 +61,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             check(args.size() == 2 && !cl.user && !cl.session && cl.command.empty());
             break;
         case Verb::check:
+        case Verb::list:
             check(!cl.session && cl.command.empty());
+            break;
+        case Verb::stop:
+            check(cl.user && !cl.session && cl.command.empty());
             break;
         case Verb::kill:
             check(cl.user && cl.session && cl.command.empty());

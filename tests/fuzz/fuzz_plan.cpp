@@ -173,7 +173,8 @@ void check_argv(const Plan& plan, const Policy& policy, const Tenant& tenant, co
 
     // The command follows "--", exactly as requested (or the default tmux).
     const auto expected =
-        request.command.empty() ? tmux_command(tenant.account, request.verb, request.session) : request.command;
+        request.action == JailAction::command ? request.command
+                                              : tmux_command(tenant.account, request.action, request.session);
     check(command == expected);
 
     // The terminal-injection filter is always loaded, from the fd launch puts it on.
@@ -261,7 +262,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const Policy policy = make_policy(in);
     const Tenant tenant = make_tenant(in, policy);
     Request request;
-    request.verb = in.PickValueInArray({Verb::run, Verb::kill, Verb::print, Verb::check});
+    request.action = in.PickValueInArray({JailAction::serve, JailAction::attach, JailAction::kill_session,
+                                          JailAction::list_sessions, JailAction::command});
     request.session = word(in);
     if (in.ConsumeBool()) request.command = words(in, 4);
     const HostProbe probe = make_probe(in, policy);
@@ -271,8 +273,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     const auto plan = build_plan(policy, tenant, request, probe, caller_env, pam_env);
     if (plan) {
-        check(is_valid_session_name(request.session));
-        check(request.command.empty() || (policy.allow_caller_command && request.verb == Verb::run));
+        const bool named = request.action == JailAction::attach || request.action == JailAction::kill_session;
+        check(!named || is_valid_session_name(request.session));
+        check((request.action == JailAction::command) == !request.command.empty());
+        check(request.command.empty() || policy.allow_caller_command);
+        // Client jails have no network and never host a server; only the
+        // session jail is in a session of its own.
+        const auto& a = plan.value().argv;
+        const auto dashdash = std::find(a.begin(), a.end(), "--");
+        check(is_client_action(request.action) == (std::find(a.begin(), dashdash, "--unshare-net") != dashdash));
+        check((request.action == JailAction::serve) == (std::find(a.begin(), dashdash, "--new-session") != dashdash));
         check(probe.user_namespaces);
         check_environment(plan.value().env, tenant);
         check_argv(plan.value(), policy, tenant, request);

@@ -20,6 +20,7 @@ import pytest
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD_BIN = os.environ.get("CLIHOST_JAIL_BUILD_BIN", os.path.join(REPO, "build", "ci", "clihost-jail"))
 TEST_CONFIG = os.environ.get("CLIHOST_JAIL_TEST_CONFIG", "/etc/clihost-jail-test/jail.conf")
+RUNTIME_DIR = os.environ.get("CLIHOST_JAIL_TEST_RUNTIME_DIR", "/run/clihost-jail-test")
 AUTH_LOG = "/var/log/auth.log"
 
 EXEC_GROUP = "ctj-exec"        # group of the setuid binary (mode 4750)
@@ -105,7 +106,20 @@ class Host:
         os.chmod(pwd.getpwnam(name).pw_dir, home_mode)
         return name
 
+    def stop_all(self):
+        """Ends every session jail the suites left running (by the helper's
+        own `stop`, so that PAM sessions are closed)."""
+        for name in os.listdir(RUNTIME_DIR) if os.path.isdir(RUNTIME_DIR) else []:
+            if not name.endswith(".state"):
+                continue
+            try:
+                tenant = open(os.path.join(RUNTIME_DIR, name)).read().split()[1]
+            except (OSError, IndexError):
+                continue
+            self.run_root([self.bin, "stop", "--user", tenant], timeout=30)
+
     def destroy(self):
+        self.stop_all()
         for u in [PROXY, INTRUDER, OUTSIDER, NON_TENANT, *TENANTS, *getattr(self, "extra_users", [])]:
             _delete_user(u)
         for g in [EXEC_GROUP, TENANT_GROUP]:

@@ -4,6 +4,7 @@ drains the master side."""
 import fcntl
 import os
 import pwd
+import signal
 import struct
 import subprocess
 import termios
@@ -59,6 +60,24 @@ class PtyProcess:
             time.sleep(0.05)
         return False
 
+    def hangup(self):
+        """What ttyd does when the browser goes away: SIGHUP to its command,
+        then the master closed (the terminal hangs up)."""
+        try:
+            os.kill(self.proc.pid, signal.SIGHUP)
+        except ProcessLookupError:
+            pass
+        self._close_master()
+
+    def _close_master(self):
+        # Once only: a second close could hit an fd number reused meanwhile.
+        if self.master >= 0:
+            try:
+                os.close(self.master)
+            except OSError:
+                pass
+            self.master = -1
+
     def wait(self, timeout=10.0):
         return self.proc.wait(timeout=timeout)
 
@@ -66,7 +85,4 @@ class PtyProcess:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        try:
-            os.close(self.master)
-        except OSError:
-            pass
+        self._close_master()

@@ -27,20 +27,30 @@ const std::vector<std::string> kEnvArgs{
     "--setenv", "SHELL", "/bin/bash", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
     "--setenv", "TERM", "xterm-256color", "--setenv", "TTYD_SANDBOX", "true"};
 
-std::vector<std::string> expected_argv(const std::vector<std::string>& proc_args) {
-    std::vector<std::string> a{"/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
-                               "--disable-userns", "--die-with-parent", "--seccomp", "3", "--clearenv"};
+const std::string kSocket = "/home/alice/.cache/tmux/clihost.sock";
+
+// The attach jail of session "main" (the default request), or another
+// action's jail with its own head flags and command.
+std::vector<std::string> expected_argv(const std::vector<std::string>& proc_args,
+                                       const std::vector<std::string>& head = {"--unshare-net", "--disable-userns",
+                                                                               "--die-with-parent"},
+                                       const std::vector<std::string>& command = {
+                                           "/usr/bin/tmux", "-N", "-S", kSocket, "new-session", "-A", "-s", "main",
+                                           ";", "set-option", "-s", "exit-empty", "on"}) {
+    std::vector<std::string> a{"/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc"};
+    a.insert(a.end(), head.begin(), head.end());
+    a.insert(a.end(), {"--seccomp", "3", "--clearenv"});
     a.insert(a.end(), kEnvArgs.begin(), kEnvArgs.end());
     a.insert(a.end(), {"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--ro-bind", "/etc", "/etc",
                        "--dev", "/dev"});
     a.insert(a.end(), proc_args.begin(), proc_args.end());
     a.insert(a.end(), {"--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run", "--bind", "/home/alice",
-                       "/home/alice", "--chdir", "/home/alice", "--", "/usr/bin/tmux", "-S",
-                       "/home/alice/.cache/tmux/clihost.sock", "new-session", "-A", "-s", "main"});
+                       "/home/alice", "--chdir", "/home/alice", "--"});
+    a.insert(a.end(), command.begin(), command.end());
     return a;
 }
 
-Result<Plan> plan_with(const Policy& policy, const HostProbe& probe, Request req = {Verb::run, "main", {}}) {
+Result<Plan> plan_with(const Policy& policy, const HostProbe& probe, Request req = {JailAction::attach, "main", {}}) {
     return build_plan(policy, alice(), req, probe, {{"TERM", "xterm-256color"}}, {});
 }
 
@@ -129,7 +139,7 @@ TEST(Plan, NoUserNamespacesIsAHostFailure) {
 }
 
 TEST(Plan, CallerCommandNeedsAllowCallerCommand) {
-    const Request req{Verb::run, "main", {"/bin/sh", "-c", "id"}};
+    const Request req{JailAction::command, "main", {"/bin/sh", "-c", "id"}};
     auto refused = plan_with(Policy{}, full_probe(), req);
     ASSERT_FALSE(refused.ok());
     EXPECT_EQ(refused.error().code, Exit::refused);
@@ -138,16 +148,54 @@ TEST(Plan, CallerCommandNeedsAllowCallerCommand) {
     auto p = plan_with(pol, full_probe(), req);
     ASSERT_TRUE(p.ok());
     const auto& a = p.value().argv;
-    EXPECT_EQ(std::vector<std::string>(a.end() - 4, a.end()), (std::vector<std::string>{"--", "/bin/sh", "-c", "id"}));
+    EXPECT_EQ(a, expected_argv({"--proc", "/proc"}, {"--disable-userns", "--die-with-parent"}, {"/bin/sh", "-c", "id"}));
+}
+
+TEST(Plan, SessionJailRunsTheTmuxServerInTheForegroundInASessionOfItsOwn) {
+    auto p = plan_with(Policy{}, full_probe(), Request{JailAction::serve, "", {}});
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_EQ(p.value().argv, expected_argv({"--proc", "/proc"}, {"--disable-userns", "--die-with-parent", "--new-session"},
+                                            {"/usr/bin/tmux", "-S", kSocket, "-D"}));
+    EXPECT_EQ(p.value().action, JailAction::serve);
+    EXPECT_EQ(p.value().socket_dir, "/home/alice/.cache/tmux");
+}
+
+TEST(Plan, ClientJailsNeverStartAServerAndHaveNoNetwork) {
+    for (JailAction a : {JailAction::attach, JailAction::kill_session, JailAction::list_sessions}) {
+        auto p = plan_with(Policy{}, full_probe(), Request{a, "main", {}});
+        ASSERT_TRUE(p.ok()) << p.error().message;
+        const auto& argv = p.value().argv;
+        EXPECT_NE(std::find(argv.begin(), argv.end(), "--unshare-net"), argv.end()) << jail_action_name(a);
+        EXPECT_EQ(std::find(argv.begin(), argv.end(), "--new-session"), argv.end()) << jail_action_name(a);
+        auto dashdash = std::find(argv.begin(), argv.end(), "--");
+        ASSERT_NE(dashdash, argv.end());
+        EXPECT_EQ(*(dashdash + 2), "-N") << jail_action_name(a);
+    }
+    auto list = plan_with(Policy{}, full_probe(), Request{JailAction::list_sessions, "", {}});
+    ASSERT_TRUE(list.ok()) << list.error().message;
+    const auto& a = list.value().argv;
+    EXPECT_EQ(std::vector<std::string>(a.end() - 7, a.end()),
+              (std::vector<std::string>{"/usr/bin/tmux", "-N", "-S", kSocket, "list-sessions", "-F", "#{session_name}"}));
+}
+
+TEST(Plan, ACommandBelongsToACommandJailOnly) {
+    Policy pol;
+    pol.allow_caller_command = true;
+    auto attach_with_command = plan_with(pol, full_probe(), Request{JailAction::attach, "main", {"/bin/true"}});
+    ASSERT_FALSE(attach_with_command.ok());
+    EXPECT_EQ(attach_with_command.error().code, Exit::usage);
+    auto command_without = plan_with(pol, full_probe(), Request{JailAction::command, "main", {}});
+    ASSERT_FALSE(command_without.ok());
+    EXPECT_EQ(command_without.error().code, Exit::usage);
 }
 
 TEST(Plan, KillTargetsTheExactSessionOnTheTenantSocket) {
-    auto p = plan_with(Policy{}, full_probe(), Request{Verb::kill, "dev.1", {}});
+    auto p = plan_with(Policy{}, full_probe(), Request{JailAction::kill_session, "dev.1", {}});
     ASSERT_TRUE(p.ok());
     const auto& a = p.value().argv;
-    EXPECT_EQ(std::vector<std::string>(a.end() - 6, a.end()),
-              (std::vector<std::string>{"/usr/bin/tmux", "-S", "/home/alice/.cache/tmux/clihost.sock", "kill-session",
-                                        "-t", "=dev_1"}));
+    EXPECT_EQ(std::vector<std::string>(a.end() - 7, a.end()),
+              (std::vector<std::string>{"/usr/bin/tmux", "-N", "-S", "/home/alice/.cache/tmux/clihost.sock",
+                                        "kill-session", "-t", "=dev_1"}));
 }
 
 TEST(Plan, SandboxFlagIsForcedOnTheBwrapCommandLineAfterClearenv) {
@@ -211,7 +259,7 @@ TEST(Environment, EmptyShellFallsBackToBinSh) {
 TEST(Plan, OverlongHomeCannotHoldATmuxSocket) {
     Tenant t = alice();
     t.account.home = "/home/" + std::string(100, 'a');
-    auto p = build_plan(Policy{}, t, Request{Verb::run, "s", {}}, full_probe(), {}, {});
+    auto p = build_plan(Policy{}, t, Request{JailAction::attach, "s", {}}, full_probe(), {}, {});
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.error().code, Exit::refused);
 }

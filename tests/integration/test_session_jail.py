@@ -1,0 +1,424 @@
+"""Session jails: a tenant's terminal outlives the connection that started it.
+
+Every connection is a real pseudo-terminal driven the way ttyd drives its
+command (a new pty per connection; on disconnect SIGHUP to the command and
+the master closed). The first `run` for a tenant starts its session jail
+(root supervisor, tenant watcher, bwrap running the tmux server in the
+foreground); every `run` is an attach jail whose tmux client attaches to it.
+"""
+import os
+import pwd
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import PROXY, RUNTIME_DIR, TENANT_GROUP, new_session, sh
+from ptyutil import PtyProcess
+
+
+# ---------------------------------------------------------------- helpers --
+
+@pytest.fixture
+def terms(host):
+    opened = []
+    yield opened
+    for t in opened:
+        t.close()
+    host.stop_all()
+
+
+def attach(host, tenant, session, terms, user=PROXY):
+    t = PtyProcess([host.bin, "run", "--user", tenant, "--session", session], user=user)
+    terms.append(t)
+    return t
+
+
+def shell_ready(t, tag="READY", timeout=15.0):
+    """Types an arithmetic echo and waits for its result: only a shell prints it."""
+    t.write(f"echo {tag}_$((40+2))\r")
+    return t.wait_for(f"{tag}_42", timeout)
+
+
+def record(host, tenant):
+    path = os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(tenant).pw_uid}.state")
+    try:
+        return open(path).read().split()
+    except FileNotFoundError:
+        return None
+
+
+def supervisors(host, tenant=None):
+    """Live root helper processes that are session supervisors (their own
+    session leader's child, not attached to any terminal)."""
+    out = []
+    for pid in host.waiting_parents():
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+        except OSError:
+            continue
+        tty_nr = int(stat[stat.rfind(")") + 2:].split()[4])
+        if tty_nr == 0:
+            out.append(pid)
+    if tenant is None:
+        return out
+    rec = record(host, tenant)
+    return [p for p in out if rec and int(rec[3]) == p]
+
+
+def list_lines(host, *args):
+    r = host.run_as(PROXY, [host.bin, "list", *args])
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+def tenant_processes(host, tenant):
+    return host.processes_of(tenant)
+
+
+def states_of(pids):
+    out = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                s = f.read()
+            out[pid] = s[s.rfind(")") + 2]
+        except OSError:
+            pass
+    return out
+
+
+def wait_until(cond, timeout=10.0, step=0.05):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()
+
+
+def job_log_grows(host, tenant, name="ctj-job.log"):
+    path = os.path.join(host.home(tenant), name)
+    before = os.path.getsize(path)
+    return wait_until(lambda: os.path.getsize(path) > before, timeout=5)
+
+
+START_JOB = ("cd /tmp; export CTJ_VAR=kept42; "
+             "(while :; do date +%s%N >> ~/ctj-job.log; sleep 0.1; done) & echo STARTED_$((6*7))\r")
+
+
+def start_job(t):
+    t.write(START_JOB)
+    assert t.wait_for("STARTED_42"), t.output()
+
+
+def check_state_kept(t):
+    t.write('echo "cwd=$PWD var=$CTJ_VAR"; jobs -l\r')
+    assert t.wait_for("cwd=/tmp var=kept42", 15), t.output()[-1500:]
+    assert t.wait_for("Running", 5), t.output()[-1500:]
+
+
+# ------------------------------------------------------------------ tests --
+
+def test_state_survives_a_disconnect(host, alice, terms):
+    s = new_session()
+    first = attach(host, alice, s, terms)
+    assert shell_ready(first), first.output()
+    start_job(first)
+    first.hangup()
+    assert first.wait(10) is not None
+    # The background job keeps running with no connection at all.
+    assert job_log_grows(host, alice)
+    again = attach(host, alice, s, terms)
+    # tmux redraws the screen: the earlier output is there.
+    assert again.wait_for("STARTED_42", 15), again.output()
+    check_state_kept(again)
+
+
+@pytest.mark.parametrize("closes_first", ["first", "second"])
+def test_two_clients_on_one_session_either_may_close_first(host, alice, terms, closes_first):
+    s = new_session()
+    a = attach(host, alice, s, terms)
+    assert shell_ready(a, "A"), a.output()
+    b = attach(host, alice, s, terms)
+    assert b.wait_for("A_42", 15), b.output()
+    gone, stays = (a, b) if closes_first == "first" else (b, a)
+    gone.hangup()
+    assert gone.wait(10) is not None
+    assert shell_ready(stays, "STILL"), stays.output()
+    assert "server exited" not in stays.output()
+
+
+def test_a_racing_first_connection_starts_exactly_one_session_jail(host, bob, terms):
+    s = new_session()
+    ts = [attach(host, bob, s, terms) for _ in range(10)]
+    for i, t in enumerate(ts):
+        assert shell_ready(t, f"R{i}", timeout=30), t.output()
+    assert len(supervisors(host, bob)) == 1
+    lines = [l for l in list_lines(host, "--user", bob)]
+    assert len(lines) == 1 and lines[0].startswith(f"tenant={bob} "), lines
+
+
+def test_twenty_tenants_three_reconnects_each_one_session_jail_per_tenant(host, terms):
+    names = [f"ctj-st{i:02d}" for i in range(20)]
+    host.extra_users = getattr(host, "extra_users", []) + names
+    for n in names:
+        host.add_tenant(n)
+    failures = []
+
+    def tenant_worker(name):
+        for round_ in range(3):
+            t = PtyProcess([host.bin, "run", "--user", name, "--session", "main"], user=PROXY)
+            try:
+                if not shell_ready(t, f"W{round_}", timeout=60):
+                    failures.append((name, round_, t.output()[-300:]))
+                t.hangup()
+                t.wait(20)
+            finally:
+                t.close()
+
+    threads = [threading.Thread(target=tenant_worker, args=(n,)) for n in names]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(300)
+    try:
+        assert failures == []
+        lines = list_lines(host)
+        for n in names:
+            mine = [l for l in lines if l.startswith(f"tenant={n} ")]
+            assert len(mine) == 1, (n, lines)
+            assert mine[0].endswith(" sessions=main"), mine
+            assert len(supervisors(host, n)) == 1
+    finally:
+        for n in names:
+            host.run_root([host.bin, "stop", "--user", n], timeout=30)
+        for n in names:
+            assert host.wait_gone(n, 10), (n, host.processes_of(n))
+
+
+def _standin_script():
+    # A stand-in for ttyd's process: owns the pty master and runs the helper
+    # on the slave as session leader, like ttyd's pty_spawn.
+    return ("import os, pty, sys\n"
+            "pid, fd = pty.fork()\n"
+            "if pid == 0:\n"
+            "    os.execve(sys.argv[1], sys.argv[1:], {'PATH': '/usr/bin:/bin', 'TERM': 'xterm'})\n"
+            "while True:\n"
+            "    try:\n"
+            "        if not os.read(fd, 4096): break\n"
+            "    except OSError: break\n")
+
+
+@pytest.mark.parametrize("what", ["attach", "ttyd", "every attach"])
+def test_sigkill_of_connections_leaves_the_session_running(host, alice, terms, what):
+    s = new_session()
+    first = attach(host, alice, s, terms)
+    assert shell_ready(first), first.output()
+    start_job(first)
+    if what == "attach":
+        first.proc.send_signal(signal.SIGKILL)
+        first.wait(10)
+    elif what == "ttyd":
+        pw = pwd.getpwnam(PROXY)
+
+        def demote():
+            os.initgroups(PROXY, pw.pw_gid)
+            os.setgid(pw.pw_gid)
+            os.setuid(pw.pw_uid)
+
+        standin = subprocess.Popen([sys.executable, "-c", _standin_script(), host.bin, "run", "--user", alice,
+                                    "--session", s], preexec_fn=demote, cwd="/",
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # The stand-in's attach jail is up once a second tmux client (bwrap's) runs.
+        assert wait_until(lambda: sum(1 for p in host.processes_of(alice)
+                                      if b"new-session" in open(f"/proc/{p}/cmdline", "rb").read()) >= 4, 10)
+        standin.kill()
+        standin.wait(10)
+        first.proc.send_signal(signal.SIGKILL)
+        first.wait(10)
+    else:  # a proxy restart: every connection killed at once
+        more = [attach(host, alice, s, terms) for _ in range(2)]
+        for t in more:
+            assert t.wait_for("STARTED_42", 15), t.output()
+        for t in [first, *more]:
+            t.proc.send_signal(signal.SIGKILL)
+        for t in [first, *more]:
+            t.wait(10)
+    assert job_log_grows(host, alice)
+    again = attach(host, alice, s, terms)
+    assert again.wait_for("STARTED_42", 15), again.output()
+    check_state_kept(again)
+
+
+LEFTOVERS = ("setsid sh -c 'sleep 1000 & exit' ; sleep 1001 & kill -STOP $! ; "
+             "sh -c 'trap \"\" TERM HUP; sleep 1002' & echo PLANTED_$((6*7))\r")
+
+
+def plant_leftovers(t):
+    t.write(LEFTOVERS)
+    assert t.wait_for("PLANTED_42"), t.output()
+
+
+def assert_everything_ended(host, tenant, since):
+    assert host.wait_gone(tenant, 10), [open(f"/proc/{p}/cmdline").read() for p in host.processes_of(tenant)]
+    assert wait_until(lambda: not supervisors(host, tenant), 10)
+    assert record(host, tenant) is None
+    uid = pwd.getpwnam(tenant).pw_uid
+    assert not os.path.exists(os.path.join(RUNTIME_DIR, f"{uid}.state"))
+    closed = [l for l in host.audit_lines(f"session closed for user {tenant}", want=1, timeout=5)
+              if l >= since]
+    assert closed, "pam_unix logged no session close"
+    ended = [l for l in host.audit_lines("session jail ended", timeout=5) if f"tenant={tenant}" in l and l >= since]
+    assert ended and "PAM session closed" in ended[-1], ended
+
+
+def log_stamp():
+    return time.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def test_kill_of_the_last_session_ends_everything(host, alice, terms):
+    s = new_session()
+    t = attach(host, alice, s, terms)
+    assert shell_ready(t), t.output()
+    plant_leftovers(t)
+    since = log_stamp()
+    k = host.run_as(PROXY, [host.bin, "kill", "--user", alice, "--session", s])
+    assert k.returncode == 0, k.stderr
+    # The attached client ends with the session.
+    assert t.wait(10) is not None
+    assert_everything_ended(host, alice, since)
+
+
+def test_stop_ends_every_session_and_everything_in_them(host, alice, terms):
+    a = attach(host, alice, new_session(), terms)
+    b = attach(host, alice, new_session(), terms)
+    for t in (a, b):
+        assert shell_ready(t), t.output()
+    plant_leftovers(a)
+    since = log_stamp()
+    r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"{alice}: session jail stopped\n"
+    # A client attached to a jail that ends, ends too.
+    assert a.wait(10) is not None and b.wait(10) is not None
+    assert_everything_ended(host, alice, since)
+    again = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+    assert again.returncode == 0 and again.stdout == f"{alice}: no session jail was running\n"
+
+
+def test_list_names_each_live_session_jail_with_its_sessions(host, alice, terms):
+    s1, s2 = "ctjlist-a", "ctjlist-b"
+    for s in (s1, s2):
+        assert shell_ready(attach(host, alice, s, terms)), terms[-1].output()
+    lines = list_lines(host, "--user", alice)
+    assert len(lines) == 1, lines
+    m = re.fullmatch(r"tenant=(\S+) uid=(\d+) supervisor=(\d+) started=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) "
+                     r"sessions=(\S+)", lines[0])
+    assert m, lines[0]
+    assert m.group(1) == alice and int(m.group(2)) == pwd.getpwnam(alice).pw_uid
+    assert [int(m.group(3))] == supervisors(host, alice)
+    assert sorted(m.group(5).split(",")) == [s1, s2]
+
+
+@pytest.mark.parametrize("attack", [
+    "import os, signal; os.kill(0, signal.SIGSTOP)",
+    "import os, signal; os.setpgid(0, 0); os.kill(0, signal.SIGSTOP)",
+    "import os, signal; os.kill(-1, signal.SIGSTOP)",
+    "import os, signal; os.kill(-1, signal.SIGKILL)",
+])
+def test_signals_from_inside_reach_no_helper_process(host, alice, terms, attack):
+    s = new_session()
+    t = attach(host, alice, s, terms)
+    assert shell_ready(t), t.output()
+    helpers = host.helper_pids()
+    assert len(helpers) >= 2  # the supervisor and its watcher (the attach is bwrap now)
+    # Positive control: the probe sees a stopped helper process.
+    os.kill(helpers[-1], signal.SIGSTOP)
+    assert wait_until(lambda: states_of([helpers[-1]]).get(helpers[-1]) == "T", 5)
+    os.kill(helpers[-1], signal.SIGCONT)
+    assert wait_until(lambda: states_of([helpers[-1]]).get(helpers[-1]) != "T", 5)
+    # The attack, from a tmux pane in the session jail.
+    since = log_stamp()
+    t.write(f"python3 -c '{attack}'; echo DONE_$((6*7))\r")
+    time.sleep(1.5)
+    stopped = {p: st for p, st in states_of(host.helper_pids()).items() if st == "T"}
+    assert stopped == {}, stopped
+    r = host.run_root([host.bin, "stop", "--user", alice], timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert t.wait(10) is not None  # reaped: the attach's bwrap is no zombie of the tenant's
+    assert_everything_ended(host, alice, since)
+    assert host.helper_pids() == []
+
+
+def test_a_crashed_supervisor_takes_its_jail_along_and_the_next_run_starts_afresh(host, alice, terms):
+    s = new_session()
+    t = attach(host, alice, s, terms)
+    assert shell_ready(t), t.output()
+    start_job(t)
+    old = supervisors(host, alice)
+    assert len(old) == 1
+    os.kill(old[0], signal.SIGKILL)
+    assert t.wait(10) is not None
+    assert host.wait_gone(alice, 10), host.processes_of(alice)
+    stale = record(host, alice)
+    assert stale is not None and int(stale[3]) == old[0]  # left behind by the crash
+    fresh = attach(host, alice, s, terms)
+    assert shell_ready(fresh), fresh.output()
+    new = supervisors(host, alice)
+    assert len(new) == 1 and new != old
+    assert int(record(host, alice)[3]) == new[0]
+    fresh.write('echo "var=[$CTJ_VAR]"\r')
+    assert fresh.wait_for("var=[]"), fresh.output()
+
+
+def test_every_attach_runs_the_pam_account_check(host, alice, terms):
+    s = new_session()
+    t = attach(host, alice, s, terms)
+    assert shell_ready(t), t.output()
+    sh("usermod", "-e", "1", alice)
+    try:
+        r = host.run_as(PROXY, [host.bin, "run", "--user", alice, "--session", s])
+        assert r.returncode == 1
+        assert r.stderr.startswith("clihost-jail: PAM account check refused the tenant: "), r.stderr
+        assert len(supervisors(host, alice)) == 1  # still running: stop ends it
+        assert host.run_root([host.bin, "stop", "--user", alice]).returncode == 0
+        assert t.wait(10) is not None
+        assert host.wait_gone(alice, 10), host.processes_of(alice)
+    finally:
+        sh("usermod", "-e", "", alice)
+
+
+def test_a_session_jail_that_cannot_start_fails_closed(host, alice, terms):
+    conf = host.config_variant({"jail": "tmpfs = /tmp /usr/ctj-cannot-exist"})
+    since = log_stamp()
+    r = host.run_root([host.bin, "run", "--user", alice, "--session", new_session()], config=conf, timeout=60)
+    assert r.returncode == 3, (r.returncode, r.stderr)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "clihost-jail: the session jail ended during start-up: bwrap: "), r.stderr
+    assert host.wait_gone(alice, 5), host.processes_of(alice)
+    assert record(host, alice) is None
+    fails = [l for l in host.audit_lines("session jail not started", timeout=5) if l >= since]
+    assert fails and f"tenant={alice}" in fails[-1]
+
+
+def test_the_session_jail_is_detached_from_the_caller(host, alice, terms):
+    t = attach(host, alice, new_session(), terms)
+    assert shell_ready(t), t.output()
+    sup = supervisors(host, alice)
+    assert len(sup) == 1
+    stat = open(f"/proc/{sup[0]}/stat").read()
+    fields = stat[stat.rfind(")") + 2:].split()
+    ppid, pgrp, session, tty_nr = int(fields[1]), int(fields[2]), int(fields[3]), int(fields[4])
+    assert tty_nr == 0
+    assert session != os.getsid(t.proc.pid) and pgrp != os.getpgid(t.proc.pid)
+    for fd in (0, 1, 2):
+        assert os.readlink(f"/proc/{sup[0]}/fd/{fd}") == "/dev/null"
+    # The runtime state is root's, never the tenant's.
+    st = os.stat(RUNTIME_DIR)
+    assert st.st_uid == 0 and (st.st_mode & 0o777) == 0o700
