@@ -137,9 +137,20 @@ bool leave_process_group() {
     return ::sigprocmask(SIG_SETMASK, &old, nullptr) == 0 && moved;
 }
 
+// Blocks until the watcher says it has left the caller's session (one byte).
+bool await_watcher(int fd) {
+    char c = 0;
+    ssize_t n;
+    while ((n = ::read(fd, &c, 1)) < 0 && errno == EINTR) {}
+    return n == 1;
+}
+
 // The bwrap child of a watcher (already the tenant). It dies with the
-// watcher until bwrap's own --die-with-parent is armed.
-[[noreturn]] void bwrap_child(const Plan& plan, pid_t watcher, int stderr_fd) noexcept {
+// watcher until bwrap's own --die-with-parent is armed. A session jail gets
+// a session of its own; a one-off jail stays on the caller's terminal in a
+// process group of its own, and waits until the watcher has left the
+// terminal's session (see watch_jail) before anything of the jail runs.
+[[noreturn]] void bwrap_child(const Plan& plan, pid_t watcher, int stderr_fd, int go_fd) noexcept {
     Error e{Exit::internal, "cannot tie the jail to its parent"};
     try {
         const bool session = plan.action == JailAction::serve;
@@ -147,6 +158,8 @@ bool leave_process_group() {
             // e already says it
         } else if (session ? ::setsid() < 0 : !leave_process_group()) {
             e = fail(Exit::internal, "cannot give the jail a process group of its own");
+        } else if (go_fd >= 0 && !await_watcher(go_fd)) {
+            e = fail(Exit::internal, "the jail's watcher did not start");
         } else if (stderr_fd >= 0 && ::dup2(stderr_fd, 2) != 2) {
             e = fail(Exit::internal, "cannot redirect the jail's stderr");
         } else {
@@ -219,10 +232,27 @@ int watch_jail(const Plan& plan, const Tenant& tenant, int ready_fd) {
         stderr_memfd.reset(static_cast<int>(::syscall(SYS_memfd_create, "clihost-jail-stderr", MFD_CLOEXEC)));
         if (!stderr_memfd.valid()) return failed(fail(Exit::internal, "memfd_create failed"));
     }
+    // A one-off jail shares the caller's terminal session; so would the
+    // watcher, and a jail process could join the watcher's process group
+    // (setpgid works within a session) and stop it with kill(0, SIGSTOP).
+    // So the watcher leaves for a session of its own once bwrap's child is
+    // in the terminal's, and the child starts bwrap only after that.
+    int go[2] = {-1, -1};
+    if (!session && ::pipe2(go, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
     const pid_t self = ::getpid();
     const pid_t bwrap = fault::fail("fork_bwrap") ? -1 : ::fork();
     if (bwrap < 0) return failed(fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno)));
-    if (bwrap == 0) bwrap_child(plan, self, stderr_memfd.get());
+    if (bwrap == 0) bwrap_child(plan, self, stderr_memfd.get(), go[0]);
+    if (!session) {
+        ::close(go[0]);
+        const bool left = ::setsid() >= 0 && ::write(go[1], "g", 1) == 1;
+        ::close(go[1]);
+        if (!left) {
+            ::kill(bwrap, SIGKILL);
+            (void)supervise(bwrap);
+            return failed(fail(Exit::internal, "the jail's watcher cannot leave the caller's session"));
+        }
+    }
     if (session) {
         const Status up = wait_for_server(socket, bwrap, stderr_memfd.get());
         write_report(ready_fd, up);
@@ -411,6 +441,10 @@ Result<int> run_supervised(const Plan& plan, const Tenant& tenant, PamSession& p
         (void)pam.close();
         return fail(Exit::internal, "cannot become the jail's subreaper");
     }
+    // The jail takes the terminal's foreground (leave_process_group); the
+    // caller (a shell, say) gets it back afterwards, as a shell's job
+    // control would give it back, or it could no longer read its terminal.
+    const bool had_foreground = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
     const pid_t child = fork_watcher(plan, tenant, -1);
     if (child < 0) {
         const std::string why = std::strerror(errno);
@@ -418,6 +452,7 @@ Result<int> run_supervised(const Plan& plan, const Tenant& tenant, PamSession& p
         return fail(Exit::internal, "fork failed: " + why);
     }
     const int status = supervise(child);
+    if (had_foreground) (void)::tcsetpgrp(0, ::getpgrp());  // SIGTTOU is ignored here
     const auto closed = pam.close();
     if (!closed) log::refuse("fail", closed.error().message);
     return exit_status_of(status);

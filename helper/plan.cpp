@@ -99,10 +99,13 @@ std::vector<std::string> tmux_command(const Account& tenant, JailAction action, 
         case JailAction::attach:
             // -N: a client never starts a server. A server started here would
             // run the tenant's shells in this connection's jail, which has no
-            // network and dies with the connection. exit-empty on: once the
-            // last session ends, the server exits and so does the session jail.
-            return {tmux, "-N", "-S", socket, "new-session", "-A", "-s", name, ";", "set-option", "-s",
-                    "exit-empty", "on"};
+            // network and dies with the connection. exit-empty on, first and in
+            // the same command list: once the last session ends the server
+            // exits, and so does the session jail; and should this attach fail
+            // to create its session (no terminal, say), an empty session jail
+            // does not linger.
+            return {tmux, "-N", "-S", socket, "set-option", "-s", "exit-empty", "on", ";", "new-session", "-A",
+                    "-s", name};
         case JailAction::kill_session:
             // "=" asks tmux for an exact match: "-t dev" must never kill "dev2".
             return {tmux, "-N", "-S", socket, "kill-session", "-t", "=" + name};

@@ -231,14 +231,17 @@ def test_path_cannot_substitute_bwrap_tmux_or_sh(host, alice, payloads, guard):
     assert_inside(host, alice, r.stdout)
     assert "PATH=/usr/local/bin:/usr/bin:/bin" in r.stdout and "/usr/bin/tmux" in r.stdout
     assert_allowed_and_audited(host, s)
-    # The default command (tmux, by absolute path; no terminal here, so tmux
-    # itself gives up) and kill (a tmux client in the jail).
+    # The default command (the session jail's tmux server and the attach
+    # jail's client, both by absolute path; no terminal here, so the client
+    # gives up, and the empty session jail ends with it) and kill (a tmux
+    # client in a jail, refused once no session jail runs).
     s2 = new_session()
     r = spawn([host.bin, "run", "--user", alice, "--session", s2], env=env)
     assert r.returncode == 1 and "not a terminal" in r.stderr, r
-    assert any("status 1" in l for l in host.audit_lines(f"session={s2}", want=2))
+    assert any("attach to the session jail" in l for l in host.audit_lines(f"session={s2}", want=1))
+    assert host.wait_gone(alice), host.processes_of(alice)
     r = spawn([host.bin, "kill", "--user", alice, "--session", s2], env=env)
-    assert r.returncode != 0, r
+    assert r.returncode == 1 and "has no session jail" in r.stderr, r
     assert any("action=kill" in l for l in pid_audit(host, r))
     # check execs bwrap --version and a trial jail.
     r = spawn([host.bin, "check", "--user", alice], env=env)

@@ -63,19 +63,29 @@ def test_print_is_the_exact_plan_and_runs_as_printed(host, alice):
                       env={"TERM": "xterm", "TTYD_PASSWORD": "x"})
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("# clihost-jail plan")
-    words = shlex.split(lines[-1])
-    assert words[:2] == ["env", "-i"]
-    bwrap = words.index("/usr/bin/bwrap")
-    env = words[2:bwrap]
-    argv = words[bwrap:]
-    assert "TTYD_SANDBOX=true" in env and "TERM=xterm" in env
-    assert not any(e.startswith("TTYD_PASSWORD") for e in env)
-    assert argv[-7:] == ["/usr/bin/tmux", "-S", f"{host.home(alice)}/.cache/tmux/clihost.sock",
-                         "new-session", "-A", "-s", s]
-    assert argv[argv.index("--clearenv") + 1] == "--setenv"
-    assert ["--proc", "/proc"] == argv[argv.index("--proc"):argv.index("--proc") + 2]
-    assert "--die-with-parent" in argv and "--unshare-pid" in argv
+    # Two jails: the tenant's session jail (started if absent) and this
+    # connection's attach jail.
+    assert len(lines) == 4, lines
+    assert lines[0].startswith(f"# clihost-jail plan: session jail, tenant {alice}, session {s}, /proc private")
+    assert lines[2].startswith(f"# clihost-jail plan: attach jail, tenant {alice}, session {s}, /proc private")
+    sock = f"{host.home(alice)}/.cache/tmux/clihost.sock"
+    commands = {"session": ["/usr/bin/tmux", "-S", sock, "-D"],
+                "attach": ["/usr/bin/tmux", "-N", "-S", sock, "set-option", "-s", "exit-empty", "on", ";",
+                           "new-session", "-A", "-s", s]}
+    for line, kind in ((lines[1], "session"), (lines[3], "attach")):
+        words = shlex.split(line)
+        assert words[:2] == ["env", "-i"]
+        bwrap = words.index("/usr/bin/bwrap")
+        env = words[2:bwrap]
+        argv = words[bwrap:]
+        assert "TTYD_SANDBOX=true" in env and "TERM=xterm" in env
+        assert not any(e.startswith("TTYD_PASSWORD") for e in env)
+        assert argv[argv.index("--") + 1:] == commands[kind]
+        assert argv[argv.index("--clearenv") + 1] == "--setenv"
+        assert ["--proc", "/proc"] == argv[argv.index("--proc"):argv.index("--proc") + 2]
+        assert "--die-with-parent" in argv and "--unshare-pid" in argv
+        assert ("--unshare-net" in argv) == (kind == "attach")
+        assert ("--new-session" in argv) == (kind == "session")
 
 
 def test_print_has_no_side_effects(host, alice):

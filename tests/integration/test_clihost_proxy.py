@@ -1,7 +1,9 @@
 """The clihost proxy's exact calls (install/clihost/proxy_example.py), made
 by the proxy user against the installed setuid helper, with a stand-in ttyd
 serving a real pseudo-terminal: a terminal opens as the tenant in the jail,
-a second one reattaches, kill_session ends the session, ttyd exits."""
+the browser goes away (ttyd closes the pty) and the session lives on
+(`list`), a second terminal reattaches to it, kill_session ends it and with
+it the session jail, and stop then finds nothing left."""
 import json
 import os
 import shutil
@@ -30,12 +32,20 @@ DRIVER = textwrap.dedent("""
     log = sys.argv[7]
     while time.time() < deadline and b"$" not in open(log, "rb").read():
         time.sleep(0.1)
-    second = px.launch_terminal(user, session, 7682, helper=helper, ttyd=ttyd)
-    time.sleep(1.0)
-    result["kill"] = px.kill_session(user, session, helper=helper)
+    # The browser tab closes: ttyd hangs the terminal up.
+    first.terminate()
     result["first_exit"] = first.wait(15)
+    result["listed"] = px.list_sessions(helper=helper, user=user)
+    open(log, "wb").close()
+    second = px.launch_terminal(user, session, 7682, helper=helper, ttyd=ttyd)
+    deadline = time.time() + 15
+    while time.time() < deadline and b"$" not in open(log, "rb").read():
+        time.sleep(0.1)
+    time.sleep(0.5)
+    result["kill"] = px.kill_session(user, session, helper=helper)
     result["second_exit"] = second.wait(15)
     result["kill_again"] = px.kill_session(user, session, helper=helper)
+    result["stop"] = px.stop_tenant(user, helper=helper)
     print(json.dumps(result))
 """)
 
@@ -61,12 +71,16 @@ def test_proxy_example_drives_the_real_helper(host, alice, tmp_path):
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
     shown = open(log, "rb").read().decode(errors="replace")
+    assert res["first_exit"] is not None
+    assert res["listed"] == {alice: [s]}, res
     assert res["kill"] == [True, "session ended"], shown
-    assert res["first_exit"] == 0 and res["second_exit"] == 0
+    assert res["second_exit"] == 0
     ok, message = res["kill_again"]
-    assert not ok and "tmux exited 1" in message
+    assert not ok and message == f"refused by policy: clihost-jail: tenant {alice} has no session jail", message
+    assert res["stop"] == [True, f"{alice}: no session jail was running"], res
     shown = open(log, "rb").read().decode(errors="replace")
-    assert f"{alice}@" in shown  # the tenant's prompt, inside tmux, on the ttyd terminal
+    # The reattached terminal shows the tenant's prompt, inside tmux.
+    assert f"{alice}@" in shown
     assert host.wait_gone(alice)
     lines = host.audit_lines(f"session={s}", want=4)
     assert any(f"caller={PROXY}" in l and "action=kill" in l and "decision=allow" in l for l in lines), lines

@@ -73,13 +73,20 @@ def test_sigkill_of_the_helper_takes_the_jail(host, alice):
     caller.wait(10)
 
 
-def test_terminal_hangup_ends_the_jail(host, alice):
+def test_terminal_hangup_ends_the_attach_jail_and_stop_the_session_jail(host, alice):
     s = new_session()
     t = PtyProcess([host.bin, "run", "--user", alice, "--session", s], user=PROXY)
     try:
         assert wait_until(lambda: len(host.processes_of(alice)) >= 3)
+        session_jail = set(host.processes_of(alice)) - {t.proc.pid}
         os.close(t.master)  # ttyd closes the pty master when the browser goes away
+        t.master = -1
         assert t.wait(10) is not None
+        # Only the connection's attach jail ended: the session jail runs on.
+        time.sleep(0.5)
+        assert session_jail <= set(host.processes_of(alice)), (session_jail, host.processes_of(alice))
+        r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+        assert r.returncode == 0, r.stderr
         assert host.wait_gone(alice), host.processes_of(alice)
     finally:
         t.close()

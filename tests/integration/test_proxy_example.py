@@ -35,11 +35,23 @@ class ArgvBuilders(unittest.TestCase):
     def test_terminal_argv_is_the_documented_command(self):
         self.assertEqual(
             px.terminal_argv(H, "alice", "main", ttyd="ttyd", port=7681),
-            ["ttyd", "--port", "7681", "--interface", "127.0.0.1", "--once", "--writable",
+            ["ttyd", "--port", "7681", "--interface", "127.0.0.1", "--writable",
              H, "run", "--user", "alice", "--session", "main"])
 
     def test_kill_argv_is_the_documented_command(self):
         self.assertEqual(px.kill_argv(H, "alice", "s-1.2"), [H, "kill", "--user", "alice", "--session", "s-1.2"])
+
+    def test_stop_and_list_argv_are_the_documented_commands(self):
+        self.assertEqual(px.stop_argv(H, "alice"), [H, "stop", "--user", "alice"])
+        self.assertEqual(px.list_argv(H), [H, "list"])
+        self.assertEqual(px.list_argv(H, "alice", via_sudo=True), ["/usr/bin/sudo", "-n", H, "list", "--user", "alice"])
+        with self.assertRaises(ValueError):
+            px.stop_argv(H, "-rf")
+
+    def test_list_output_is_parsed(self):
+        text = ("tenant=alice uid=1001 supervisor=42 started=2026-12-03T12:00:00Z sessions=main,dev\n"
+                "tenant=bob uid=1002 supervisor=43 started=2026-12-03T12:00:01Z sessions=-\n")
+        self.assertEqual(px.parse_list(text), {"alice": ["main", "dev"], "bob": []})
 
     def test_helper_path_is_configurable(self):
         self.assertEqual(px.kill_argv("/opt/cj", "bob", "x")[0], "/opt/cj")
@@ -80,7 +92,8 @@ class Running(unittest.TestCase):
         p = px.launch_terminal("alice", "main", 7681, helper=H, ttyd=ttyd)
         self.assertEqual(p.wait(timeout=10), 0)
         out = self.log.read_text().splitlines()
-        self.assertEqual(out[:12], px.terminal_argv(H, "alice", "main", ttyd=ttyd, port=7681)[1:])
+        argv = px.terminal_argv(H, "alice", "main", ttyd=ttyd, port=7681)[1:]
+        self.assertEqual(out[:len(argv)], argv)
         self.assertNotIn("PROXY_SECRET=must-not-leak", out)
 
     def test_kill_session_success(self):

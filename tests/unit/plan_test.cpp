@@ -35,8 +35,8 @@ std::vector<std::string> expected_argv(const std::vector<std::string>& proc_args
                                        const std::vector<std::string>& head = {"--unshare-net", "--disable-userns",
                                                                                "--die-with-parent"},
                                        const std::vector<std::string>& command = {
-                                           "/usr/bin/tmux", "-N", "-S", kSocket, "new-session", "-A", "-s", "main",
-                                           ";", "set-option", "-s", "exit-empty", "on"}) {
+                                           "/usr/bin/tmux", "-N", "-S", kSocket, "set-option", "-s", "exit-empty",
+                                           "on", ";", "new-session", "-A", "-s", "main"}) {
     std::vector<std::string> a{"/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc"};
     a.insert(a.end(), head.begin(), head.end());
     a.insert(a.end(), {"--seccomp", "3", "--clearenv"});

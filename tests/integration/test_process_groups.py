@@ -1,0 +1,143 @@
+"""No tenant process can freeze, keep alive or orphan a process of the helper
+(issue: a jail process that joined the watcher's process group stopped it
+with kill(0, SIGSTOP); SIGKILL of the root parent then left the jail running,
+and a hang-up left the root parent waiting forever with PAM open).
+
+One-off jails (`run -- COMMAND`) share the caller's terminal session, so they
+are the hard case: the jail takes the terminal's foreground in a process
+group of its own, and the watcher leaves for a session of its own."""
+import os
+import pwd
+import signal
+import time
+
+import pytest
+
+from conftest import PROXY, new_session
+from ptyutil import PtyProcess
+
+
+def state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            s = f.read()
+        return s[s.rfind(")") + 2]
+    except OSError:
+        return None
+
+
+def watchers(host):
+    return [p for p in host.helper_pids() if p not in host.waiting_parents()]
+
+
+def wait_until(cond, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+@pytest.fixture
+def one_off(host, alice):
+    opened = []
+
+    def start(script):
+        t = PtyProcess([host.bin, "run", "--user", alice, "--session", new_session(), "--",
+                        "/bin/sh", "-c", script], user=PROXY)
+        opened.append(t)
+        return t
+
+    yield start
+    for t in opened:
+        t.close()
+
+
+def test_jail_and_helper_processes_share_no_process_group_or_session(host, alice, one_off):
+    t = one_off("echo UP_$((6*7)); sleep 100")
+    assert t.wait_for("UP_42"), t.output()
+    [parent] = host.waiting_parents()
+    [watcher] = watchers(host)
+    jail = [p for p in host.processes_of(alice) if p != watcher]
+    assert jail
+    helper_groups = {os.getpgid(parent), os.getpgid(watcher)}
+    helper_sessions = {os.getsid(watcher)}
+    for p in jail:
+        assert os.getpgid(p) not in helper_groups, p
+        assert os.getsid(p) not in helper_sessions, p
+    # The jail has the terminal's foreground, so ^C and ^Z reach only it.
+    assert os.tcgetpgrp(t.master) == os.getpgid(jail[0])
+    t.hangup()
+    assert t.wait(10) is not None
+
+
+# Run in the jail: for each process group named on the command line, a
+# child joins it and stops the whole group (and so itself); the parent
+# reports whether the join worked, then kills the stopped child.
+JOIN_AND_STOP = """import os, signal, sys, time
+for g in map(int, sys.argv[1:]):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setpgid(0, g)
+        except OSError as e:
+            os.write(w, b"REFUSED %d errno=%d\\n" % (g, e.errno)); os._exit(0)
+        os.write(w, b"JOINED %d\\n" % g)
+        os.kill(0, signal.SIGSTOP)
+        os._exit(0)
+    os.close(w)
+    print(os.read(r, 100).decode().strip(), flush=True)
+    time.sleep(0.3)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+"""
+
+
+def test_a_jail_joining_the_helpers_process_group_cannot_stop_the_watcher(host, alice, one_off):
+    script = os.path.join(host.home(alice), "ctj-join.py")
+    with open(script, "w") as f:
+        f.write(JOIN_AND_STOP)
+    pw = pwd.getpwnam(alice)
+    os.chown(script, pw.pw_uid, pw.pw_gid)
+    t = one_off("read PG; python3 ~/ctj-join.py $PG; echo ATTACKED_$((6*7)); sleep 100")
+    assert wait_until(lambda: len(host.waiting_parents()) == 1 and len(watchers(host)) == 1, 10)
+    [parent] = host.waiting_parents()
+    [watcher] = watchers(host)
+    # Positive control: the probe sees a stopped watcher.
+    os.kill(watcher, signal.SIGSTOP)
+    assert wait_until(lambda: state(watcher) == "T", 5)
+    os.kill(watcher, signal.SIGCONT)
+    assert wait_until(lambda: state(watcher) != "T", 5)
+    # The attack: join the root parent's group and the watcher's, by the
+    # numbers the host sees. The jail started in a group of its own, so it
+    # has no helper process to hit with kill(0, ...); joining another group
+    # is refused (EPERM): from inside its pid namespace no group outside is
+    # nameable, and the watcher's is in another session besides.
+    pg_parent, pg_watcher = os.getpgid(parent), os.getpgid(watcher)
+    t.write(f"{pg_parent} {pg_watcher}\r")
+    assert t.wait_for("ATTACKED_42", 10), t.output()
+    assert f"REFUSED {pg_parent} errno=1" in t.output()
+    assert f"REFUSED {pg_watcher} errno=1" in t.output()
+    time.sleep(0.3)
+    assert state(watcher) not in ("T", None), state(watcher)
+    assert state(parent) not in ("T", None), state(parent)
+    # And the hang-up still ends everything.
+    t.hangup()
+    assert t.wait(15) is not None
+    assert host.wait_gone(alice, 10), host.processes_of(alice)
+
+
+def test_a_frozen_watcher_does_not_keep_the_root_parent_waiting(host, alice, one_off):
+    t = one_off("echo UP_$((6*7)); sleep 100")
+    assert t.wait_for("UP_42"), t.output()
+    [watcher] = watchers(host)
+    # Frozen by whatever means: the root parent must not wait on it forever.
+    os.kill(watcher, signal.SIGSTOP)
+    start = time.time()
+    t.hangup()
+    assert t.wait(15) is not None
+    assert time.time() - start < 10
+    assert host.wait_gone(alice, 10), host.processes_of(alice)
+    assert host.helper_pids() == []

@@ -1,0 +1,98 @@
+// The session jails' runtime records: exact format, strict parsing, and the
+// start time read past a hostile command name.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include "runtime_state.hpp"
+
+using namespace clihost;
+
+namespace {
+
+SupervisorRecord sample() {
+    return SupervisorRecord{"alice", 1001, 4242, 987654, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", 1764763200};
+}
+
+}  // namespace
+
+TEST(RuntimeState, RecordFormatIsOneExactLine) {
+    EXPECT_EQ(format_record(sample()), "v1 alice 1001 4242 987654 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 1764763200\n");
+}
+
+TEST(RuntimeState, RecordRoundTrips) {
+    auto r = parse_record(format_record(sample()));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r.value().tenant, "alice");
+    EXPECT_EQ(r.value().uid, 1001u);
+    EXPECT_EQ(r.value().pid, 4242);
+    EXPECT_EQ(r.value().start_ticks, 987654u);
+    EXPECT_EQ(r.value().boot_id, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0");
+    EXPECT_EQ(r.value().started, 1764763200);
+}
+
+class RecordRefused : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RecordRefused, IsNotBelieved) {
+    auto r = parse_record(GetParam());
+    ASSERT_FALSE(r.ok()) << GetParam();
+    EXPECT_EQ(r.error().message, "malformed session record");
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, RecordRefused,
+                         ::testing::Values(
+                             "",                                                          // empty
+                             "v1 alice 1001 4242 987654 0f1e 1764763200",                 // no newline
+                             "v2 alice 1001 4242 987654 0f1e 1764763200\n",               // unknown version
+                             "v1 alice 0 4242 987654 0f1e 1764763200\n",                  // uid 0: never a tenant
+                             "v1 alice 1001 1 987654 0f1e 1764763200\n",                  // pid 1: init
+                             "v1 alice 1001 0 987654 0f1e 1764763200\n",                  // pid 0
+                             "v1 alice 1001 -5 987654 0f1e 1764763200\n",                 // negative pid
+                             "v1 ../etc 1001 4242 987654 0f1e 1764763200\n",              // not an account name
+                             "v1 alice 1001 4242 987654 0F1E 1764763200\n",               // boot id not lower hex
+                             "v1 alice 1001 4242 987654 0f1e/x 1764763200\n",             // boot id with a slash
+                             "v1 alice 1001 4242 987654 0f1e 1764763200 extra\n",         // extra field
+                             "v1  alice 1001 4242 987654 0f1e 1764763200\n",              // empty field
+                             "v1 alice 1001 4242 98x654 0f1e 1764763200\n",               // junk number
+                             "v1 alice 4294967295 4242 987654 0f1e 1764763200\n",         // (uid_t)-1
+                             "v1 alice 1001 4242 987654 0f1e 1764763200\nv1 bob\n"));     // two lines
+
+TEST(RuntimeState, StartTimeIsReadPastTheLastParenthesis) {
+    // Fields: pid (comm) state ppid pgrp session tty tpgid flags minflt
+    // cminflt majflt cmajflt utime stime cutime cstime priority nice
+    // num_threads itrealvalue starttime ...
+    const std::string rest = " S 1 2 3 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 1000 200\n";
+    EXPECT_EQ(parse_stat_start_time("77 (sleep)" + rest), 123456u);
+    // A command name a tenant chose, with spaces and parentheses, shifts nothing.
+    EXPECT_EQ(parse_stat_start_time("77 (a) S 1 2 3 ) (x)" + rest), 123456u);
+    EXPECT_FALSE(parse_stat_start_time("77 (sleep) S 1 2").has_value());
+    EXPECT_FALSE(parse_stat_start_time("no parenthesis").has_value());
+}
+
+TEST(RuntimeState, OwnStartTimeAndBootIdAreReadable) {
+    EXPECT_TRUE(own_start_ticks().has_value());
+    const std::string id = current_boot_id();
+    EXPECT_EQ(id.size(), 36u) << id;
+}
+
+TEST(RuntimeState, AStaleRecordIsNotLive) {
+    SupervisorRecord r = sample();
+    r.boot_id = current_boot_id();
+    r.pid = getpid();
+    r.start_ticks = own_start_ticks().value() + 1;  // a reused pid: other start time
+    EXPECT_FALSE(record_is_live(r));
+    r.start_ticks = own_start_ticks().value();
+    r.boot_id = "00000000-0000-0000-0000-000000000000";  // another boot
+    EXPECT_FALSE(record_is_live(r));
+}
+
+TEST(RuntimeState, ThisProcessAsItsOwnRecordIsLiveWhenRoot) {
+    // The positive control of the test above: the same record with this
+    // process's own values is live (a supervisor is root; so is CI).
+    ASSERT_EQ(geteuid(), 0u) << "run the unit tests as root, as tests/run.sh does";
+    SupervisorRecord r = sample();
+    r.boot_id = current_boot_id();
+    r.pid = getpid();
+    r.start_ticks = own_start_ticks().value();
+    EXPECT_TRUE(record_is_live(r));
+}
