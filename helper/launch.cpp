@@ -93,7 +93,7 @@ Status prove_private_proc(const Plan& plan, const Account& t) {
 }
 
 // Already the tenant: hand exactly the planned descriptors to bwrap and exec it.
-Error exec_bwrap(const Plan& plan) {
+Error exec_bwrap(const Plan& plan, int status_fd = -1) {
     // Descriptors opened since start-up (syslog, PAM modules, NSS) must not
     // reach the jail: mark every fd above 2 close-on-exec.
     if (::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) != 0)
@@ -104,6 +104,9 @@ Error exec_bwrap(const Plan& plan) {
     if (!program) return program.error();
     if (::dup2(program.value().get(), kSeccompFd) != kSeccompFd || ::fcntl(kSeccompFd, F_SETFD, 0) != 0)
         return fail(Exit::internal, "cannot place the seccomp program");
+    // The status pipe, where the plan names it (bwrap --json-status-fd).
+    if (status_fd >= 0 && (::dup2(status_fd, kStatusFd) != kStatusFd || ::fcntl(kStatusFd, F_SETFD, 0) != 0))
+        return fail(Exit::internal, "cannot place bwrap's status pipe");
     // The helper ignored these for itself (sanitize_process, the waiting
     // parents); the jail gets the default dispositions back.
     for (int sig : {SIGXFSZ, SIGTTOU, SIGTTIN, SIGTSTP})
@@ -150,7 +153,7 @@ bool await_watcher(int fd) {
 // a session of its own; a one-off jail stays on the caller's terminal in a
 // process group of its own, and waits until the watcher has left the
 // terminal's session (see watch_jail) before anything of the jail runs.
-[[noreturn]] void bwrap_child(const Plan& plan, pid_t watcher, int stderr_fd, int go_fd) noexcept {
+[[noreturn]] void bwrap_child(const Plan& plan, pid_t watcher, int stderr_fd, int go_fd, int status_fd) noexcept {
     Error e{Exit::internal, "cannot tie the jail to its parent"};
     try {
         const bool session = plan.action == JailAction::serve;
@@ -163,12 +166,25 @@ bool await_watcher(int fd) {
         } else if (stderr_fd >= 0 && ::dup2(stderr_fd, 2) != 2) {
             e = fail(Exit::internal, "cannot redirect the jail's stderr");
         } else {
-            e = exec_bwrap(plan);
+            e = exec_bwrap(plan, status_fd);
         }
         report_tenant_failure(e);
     } catch (...) {
     }
     ::_exit(static_cast<int>(e.code));
+}
+
+// After bwrap exited 1: did the command run (an "exit-code" status line)
+// or did bwrap fail to set the jail up (its own "bwrap: ..." line is on the
+// caller's stderr already)?
+bool bwrap_setup_failed(int status, int status_read_fd) {
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 1) return false;
+    std::string text;
+    char buf[512];
+    ssize_t n;
+    while (text.size() < 8192 && ((n = ::read(status_read_fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+        if (n > 0) text.append(buf, static_cast<std::size_t>(n));
+    return text.find("\"exit-code\"") == std::string::npos;
 }
 
 // bwrap's own first "bwrap: ..." line, from its stderr captured in a memfd.
@@ -238,11 +254,16 @@ int watch_jail(const Plan& plan, const Tenant& tenant, int ready_fd) {
     // So the watcher leaves for a session of its own once bwrap's child is
     // in the terminal's, and the child starts bwrap only after that.
     int go[2] = {-1, -1};
+    int status[2] = {-1, -1};
+    const bool reports_status = plan.action == JailAction::command;
     if (!session && ::pipe2(go, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
+    if (reports_status && ::pipe2(status, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
     const pid_t self = ::getpid();
     const pid_t bwrap = fault::fail("fork_bwrap") ? -1 : ::fork();
     if (bwrap < 0) return failed(fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno)));
-    if (bwrap == 0) bwrap_child(plan, self, stderr_memfd.get(), go[0]);
+    if (bwrap == 0) bwrap_child(plan, self, stderr_memfd.get(), go[0], status[1]);
+    if (reports_status) ::close(status[1]);
+    const UniqueFd status_read(status[0]);
     if (!session) {
         ::close(go[0]);
         const bool left = ::setsid() >= 0 && ::write(go[1], "g", 1) == 1;
@@ -263,7 +284,10 @@ int watch_jail(const Plan& plan, const Tenant& tenant, int ready_fd) {
             return static_cast<int>(up.error().code);
         }
     }
-    return exit_status_of(supervise(bwrap));
+    const int st = supervise(bwrap);
+    if (reports_status && bwrap_setup_failed(st, status_read.get()))
+        return failed(fail(Exit::host, "bwrap could not set up the jail (its message is above); refusing"));
+    return exit_status_of(st);
 }
 
 pid_t fork_watcher(const Plan& plan, const Tenant& tenant, int ready_fd) {
@@ -349,7 +373,12 @@ void exec_jail(const Plan& plan, const Tenant& tenant, pid_t expected_parent) no
     run_as_tenant(creds_of(tenant), expected_parent, SIGKILL, [&] {
         const Error e = [&] {
             if (auto st = prove_private_proc(plan, tenant.account); !st) return st.error();
-            return exec_bwrap(plan);
+            // Nobody waits here to read a one-off jail's status: bwrap's
+            // --json-status-fd writes it to /dev/null.
+            if (plan.action != JailAction::command) return exec_bwrap(plan);
+            const UniqueFd null(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+            if (!null.valid()) return fail(Exit::internal, "cannot open /dev/null");
+            return exec_bwrap(plan, null.get());
         }();
         report_tenant_failure(e);
         return static_cast<int>(e.code);

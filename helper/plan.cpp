@@ -134,6 +134,7 @@ std::vector<std::string> build_bwrap_argv(const Policy& policy, const Account& t
     // The session jail belongs to no terminal and no caller's process group
     // or session: nothing a connection does reaches it as a signal.
     if (action == JailAction::serve) a.emplace_back("--new-session");
+    if (action == JailAction::command) a.insert(a.end(), {"--json-status-fd", std::to_string(kStatusFd)});
     // No TIOCSTI/TIOCLINUX into the caller's terminal (seccomp_filter.hpp).
     a.insert(a.end(), {"--seccomp", std::to_string(kSeccompFd)});
     // The jail's environment is exactly ours, whatever bwrap inherits.

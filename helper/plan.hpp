@@ -18,6 +18,10 @@ namespace clihost {
 inline constexpr std::string_view kSafePath = "/usr/local/bin:/usr/bin:/bin";
 inline constexpr std::string_view kTmux = "/usr/bin/tmux";
 inline constexpr std::string_view kDefaultShell = "/bin/sh";
+// The fd on which bwrap reports a one-off jail's status (--json-status-fd):
+// its "exit-code" line is written only when the command really ran, which
+// tells bwrap's own setup failure (exit 1, no such line) from the command's.
+inline constexpr int kStatusFd = 4;
 
 // What a jail is for. It decides the jail's shape and command; the command
 // line's Verb does not (one `run` plans two jails: the session jail and the

@@ -49,9 +49,28 @@ def test_failing_bwrap_runs_nothing(host, alice):
     s = new_session()
     marker = os.path.join(host.home(alice), f"ctj-ran-{s}")
     r = host.run_root(host.jail(alice, f"touch {marker}; echo RAN", session=s), config=conf)
-    assert r.returncode == 1
+    # A bwrap that exits 1 without reporting that the command ran failed
+    # itself: a host failure (3), not the command's status.
+    assert r.returncode == 3, r
+    assert r.stderr == "clihost-jail: bwrap could not set up the jail (its message is above); refusing\n", r.stderr
     assert "RAN" not in r.stdout and not os.path.exists(marker)
-    assert any("status 1" in l for l in host.audit_lines(f"session={s}", want=2))
+    assert any("status 3" in l for l in host.audit_lines(f"session={s}", want=2))
+
+
+def test_bwrap_setup_failure_is_told_apart_from_the_commands_exit(host, alice):
+    # bwrap cannot create a tmpfs mount point under the read-only /usr.
+    conf = host.config_variant({"jail": "tmpfs = /tmp /usr/ctj-cannot-exist"})
+    s = new_session()
+    r = host.run_root(host.jail(alice, "echo RAN", session=s), config=conf)
+    assert r.returncode == 3, r
+    lines = r.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("bwrap: ") and "/usr/ctj-cannot-exist" in lines[0], lines
+    assert lines[1] == "clihost-jail: bwrap could not set up the jail (its message is above); refusing"
+    assert "RAN" not in r.stdout
+    assert any("decision=fail" in l and "could not set up" in l for l in host.audit_lines(f"session={s}", want=2))
+    # Control: the command's own exit 1 stays the command's, with no helper line.
+    r = host.run_root(host.jail(alice, "echo RAN; exit 1"))
+    assert r.returncode == 1 and "RAN" in r.stdout and "clihost-jail" not in r.stderr, r
 
 
 def test_crashing_bwrap_runs_nothing(host, alice):

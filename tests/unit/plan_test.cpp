@@ -148,7 +148,8 @@ TEST(Plan, CallerCommandNeedsAllowCallerCommand) {
     auto p = plan_with(pol, full_probe(), req);
     ASSERT_TRUE(p.ok());
     const auto& a = p.value().argv;
-    EXPECT_EQ(a, expected_argv({"--proc", "/proc"}, {"--disable-userns", "--die-with-parent"}, {"/bin/sh", "-c", "id"}));
+    EXPECT_EQ(a, expected_argv({"--proc", "/proc"}, {"--disable-userns", "--die-with-parent", "--json-status-fd", "4"},
+                               {"/bin/sh", "-c", "id"}));
 }
 
 TEST(Plan, SessionJailRunsTheTmuxServerInTheForegroundInASessionOfItsOwn) {
