@@ -14,6 +14,7 @@
 #include "pam_session.hpp"
 #include "plan.hpp"
 #include "probe.hpp"
+#include "proc_decision.hpp"
 #include "session.hpp"
 #include "trusted_path.hpp"
 #include "version.hpp"
@@ -163,7 +164,7 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start)
     auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
     if (!jail) return refuse(jail.error());
     log::audit("allow", "attach to the session jail of supervisor " + std::to_string(jail.value().pid));
-    exec_jail(attach.value(), *p.tenant, start.parent);
+    exec_jail(attach.value(), start.parent);
 }
 
 // run -- COMMAND: a one-off jail of its own, never the session jail.
@@ -176,7 +177,7 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
         auto plan = plan_for(p, start, req);
         if (!plan) return refuse(plan.error());
         log::audit("allow", "exec bwrap, /proc " + plan.value().proc_source + ", no PAM session");
-        exec_jail(plan.value(), *p.tenant, start.parent);
+        exec_jail(plan.value(), start.parent);
     }
     if (auto st = check_pam_service(policy.pam_service); !st) return refuse(st.error());
     if (auto st = block_relayed_signals(); !st) return refuse(st.error());
@@ -185,7 +186,7 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
     auto plan = plan_for(p, start, req, pam.value()->environment());
     if (!plan) return refuse(plan.error());  // the session closes as pam goes out of scope
     log::audit("allow", "PAM session open, starting bwrap, /proc " + plan.value().proc_source);
-    auto status = run_supervised(plan.value(), *p.tenant, *pam.value());
+    auto status = run_supervised(plan.value(), *pam.value());
     if (!status) return refuse(status.error());
     log::audit("exit", "jail exited with status " + std::to_string(status.value()) + ", PAM session closed");
     return status.value();
@@ -201,7 +202,7 @@ int do_kill(const Prepared& p, const CommandLine& cl, const StartState& start) {
     auto plan = plan_for(p, start, {JailAction::kill_session, *cl.session, {}});
     if (!plan) return refuse(plan.error());
     log::audit("allow", "exec bwrap (kill-session)");
-    exec_jail(plan.value(), *p.tenant, start.parent);
+    exec_jail(plan.value(), start.parent);
 }
 
 int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
@@ -244,7 +245,7 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
             auto plan = build_plan(p.policy(), tenant.value(), {JailAction::list_sessions, "", {}}, p.probe,
                                    start.caller_env, {});
             if (plan) {
-                auto got = capture_jail(plan.value(), tenant.value(), 64 * 1024);
+                auto got = capture_jail(plan.value(), 64 * 1024);
                 if (got.status == 0) {
                     sessions.clear();
                     for (char c : got.out) sessions += c == '\n' ? ',' : c;
@@ -265,7 +266,7 @@ bool trial_jail(const Prepared& p) {
     Policy policy = p.policy();
     policy.allow_caller_command = true;  // our own fixed command, not the caller's
     auto plan = build_plan(policy, *p.tenant, {JailAction::command, "check", {"/bin/true"}}, p.probe, {}, {});
-    return plan && capture_jail(plan.value(), *p.tenant, 0).status == 0;
+    return plan && capture_jail(plan.value(), 0).status == 0;
 }
 
 int do_check(const Prepared& p, const StartState& start) {
@@ -316,12 +317,10 @@ int do_check(const Prepared& p, const StartState& start) {
         if (!plan) problem("plan", plan.error().message);
         else if (can_start && !trial_jail(p)) problem("jail trial", "bwrap could not start /bin/true in the jail");
         else if (can_start) line("jail trial", "ok (/bin/true ran in the jail as " + p.tenant->account.name + ")");
+    } else if (auto proc = decide_proc(policy.proc, p.probe); !proc) {
+        problem("proc", proc.error().message);
     } else {
-        if (!p.probe.user_namespaces) problem("namespaces", "a jail needs unprivileged user namespaces");
-        if (policy.proc == ProcMode::private_only && !p.probe.fresh_proc)
-            problem("proc", "proc = private but a fresh procfs cannot be mounted");
-        if (policy.proc == ProcMode::private_or_hidepid && !p.probe.fresh_proc && !p.probe.host_proc_hidepid)
-            problem("proc", "no fresh procfs and host /proc lacks hidepid=invisible");
+        line("proc", "ok (" + proc.value().source() + ")");
     }
     line("result", can_start ? "a jail can start" : "a jail cannot start");
     // The exit status is the answer; the report is for a human.
@@ -357,7 +356,7 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
     // proc = private needs no host trial to plan a jail: the jail's first
     // tenant process runs it right before exec (exit 3 if it fails). check
     // always runs it here, and the other modes need its answer to plan.
-    const bool run_trial = cl.verb == Verb::check || p.policy().proc != ProcMode::private_only;
+    const bool run_trial = cl.verb == Verb::check || proc_needs_host_trial(p.policy().proc);
     const TenantCreds who = p.probe_creds();
     p.probe = probe_host(p.policy().ro_bind, who.uid, who.gid, run_trial);
 

@@ -93,6 +93,15 @@ struct Tenant {
     std::vector<gid_t> groups;  // what setgroups() will install
 };
 
+// Who a process becomes: exactly what drop_privileges installs.
+struct TenantCreds {
+    uid_t uid{};
+    gid_t gid{};
+    std::vector<gid_t> groups;
+};
+
+inline TenantCreds creds_of(const Tenant& tenant) { return {tenant.account.uid, tenant.account.gid, tenant.groups}; }
+
 // Tenant rules of DESIGN.md: never uid 0, in [tenants] group, uid in range,
 // home a clean absolute path to a real directory owned by them and not
 // group/world-writable, and not inside a directory the jail binds read-only.

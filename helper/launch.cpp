@@ -21,6 +21,7 @@
 #include "fault.hpp"
 #include "log.hpp"
 #include "probe.hpp"
+#include "proc_decision.hpp"
 #include "seccomp_filter.hpp"
 #include "unique_fd.hpp"
 
@@ -82,14 +83,9 @@ void kill_remaining_children() {
 
 // The deferred host probe, run as the tenant right before bwrap: refuse if
 // a fresh procfs cannot be mounted here (proc = private never falls back).
-Status prove_private_proc(const Plan& plan, const Account& t) {
+Status prove_private_proc(const Plan& plan) {
     if (!plan.trial_in_child) return ok_status();
-    const auto trial = trial_namespaces(t.uid, t.gid);
-    if (trial.process_limit) return fail(Exit::host, "cannot start the jail: " + trial.detail);
-    if (!trial.user_namespaces) return fail(Exit::host, "user namespaces are unavailable: " + trial.detail);
-    if (!trial.fresh_proc)
-        return fail(Exit::host, "cannot mount a private /proc here (" + trial.detail + "); refusing (proc = private)");
-    return ok_status();
+    return judge_trial(trial_namespaces(plan.creds.uid, plan.creds.gid));
 }
 
 // Already the tenant: hand exactly the planned descriptors to bwrap and exec it.
@@ -156,7 +152,7 @@ bool await_watcher(int fd) {
 [[noreturn]] void bwrap_child(const Plan& plan, pid_t watcher, int stderr_fd, int go_fd, int status_fd) noexcept {
     Error e{Exit::internal, "cannot tie the jail to its parent"};
     try {
-        const bool session = plan.action == JailAction::serve;
+        const bool session = plan.own_session;
         if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != watcher) {
             // e already says it
         } else if (session ? ::setsid() < 0 : !leave_process_group()) {
@@ -228,7 +224,7 @@ Status wait_for_server(const std::string& socket, pid_t bwrap, int stderr_memfd)
 // --die-with-parent) is re-parented to the watcher and SIGKILLed.
 // For the session jail it first makes the socket directory and reports on
 // `ready_fd` once the tmux server is up. Returns its exit status.
-int watch_jail(const Plan& plan, const Tenant& tenant, int ready_fd) {
+int watch_jail(const Plan& plan, int ready_fd) {
     const bool session = plan.action == JailAction::serve;
     auto failed = [&](const Error& e) {
         if (ready_fd >= 0) write_report(ready_fd, e);
@@ -236,11 +232,11 @@ int watch_jail(const Plan& plan, const Tenant& tenant, int ready_fd) {
         return static_cast<int>(e.code);
     };
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return failed(fail(Exit::internal, "cannot set up the jail's watcher"));
-    if (auto st = prove_private_proc(plan, tenant.account); !st) return failed(st.error());
+    if (auto st = prove_private_proc(plan); !st) return failed(st.error());
     UniqueFd stderr_memfd;
     const std::string socket = plan.socket_dir + "/clihost.sock";
     if (session) {
-        if (auto st = prepare_socket_dir(tenant.account); !st) return failed(st.error());
+        if (auto st = prepare_socket_dir(plan.home, plan.creds.uid); !st) return failed(st.error());
         // A socket left by a server that was SIGKILLed would answer nothing;
         // one of a server still running somehow would answer for us. Neither.
         if (::unlink(socket.c_str()) != 0 && errno != ENOENT)
@@ -255,7 +251,7 @@ int watch_jail(const Plan& plan, const Tenant& tenant, int ready_fd) {
     // in the terminal's, and the child starts bwrap only after that.
     int go[2] = {-1, -1};
     int status[2] = {-1, -1};
-    const bool reports_status = plan.action == JailAction::command;
+    const bool reports_status = plan.reports_status;
     if (!session && ::pipe2(go, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
     if (reports_status && ::pipe2(status, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
     const pid_t self = ::getpid();
@@ -290,11 +286,10 @@ int watch_jail(const Plan& plan, const Tenant& tenant, int ready_fd) {
     return exit_status_of(st);
 }
 
-pid_t fork_watcher(const Plan& plan, const Tenant& tenant, int ready_fd) {
+pid_t fork_watcher(const Plan& plan, int ready_fd) {
     const pid_t self = ::getpid();
     const pid_t child = fault::fail("fork") ? -1 : ::fork();
-    if (child == 0)
-        run_as_tenant(creds_of(tenant), self, SIGHUP, [&] { return watch_jail(plan, tenant, ready_fd); });
+    if (child == 0) run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, ready_fd); });
     return child;
 }
 
@@ -344,8 +339,6 @@ Status read_report(int fd, int seconds) {
     return fail(Exit::internal, "the session jail's start-up ended without a report");
 }
 
-TenantCreds creds_of(const Tenant& tenant) { return {tenant.account.uid, tenant.account.gid, tenant.groups}; }
-
 sigset_t relayed_signals() {
     sigset_t set;
     sigemptyset(&set);
@@ -359,23 +352,23 @@ Status block_relayed_signals() {
     return ok_status();
 }
 
-Status prepare_socket_dir(const Account& tenant) {
-    UniqueFd home(::open(tenant.home.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!home.valid()) return fail(Exit::refused, "cannot open home " + tenant.home);
-    auto cache = open_own_dir(home.get(), ".cache", tenant.home + "/.cache", tenant.uid, false);
+Status prepare_socket_dir(const std::string& home_path, uid_t uid) {
+    UniqueFd home(::open(home_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!home.valid()) return fail(Exit::refused, "cannot open home " + home_path);
+    auto cache = open_own_dir(home.get(), ".cache", home_path + "/.cache", uid, false);
     if (!cache) return cache.error();
-    auto tmux = open_own_dir(cache.value().get(), "tmux", tenant.home + "/.cache/tmux", tenant.uid, true);
+    auto tmux = open_own_dir(cache.value().get(), "tmux", home_path + "/.cache/tmux", uid, true);
     if (!tmux) return tmux.error();
     return ok_status();
 }
 
-void exec_jail(const Plan& plan, const Tenant& tenant, pid_t expected_parent) noexcept {
-    run_as_tenant(creds_of(tenant), expected_parent, SIGKILL, [&] {
+void exec_jail(const Plan& plan, pid_t expected_parent) noexcept {
+    run_as_tenant(plan.creds, expected_parent, SIGKILL, [&] {
         const Error e = [&] {
-            if (auto st = prove_private_proc(plan, tenant.account); !st) return st.error();
+            if (auto st = prove_private_proc(plan); !st) return st.error();
             // Nobody waits here to read a one-off jail's status: bwrap's
             // --json-status-fd writes it to /dev/null.
-            if (plan.action != JailAction::command) return exec_bwrap(plan);
+            if (!plan.reports_status) return exec_bwrap(plan);
             const UniqueFd null(::open("/dev/null", O_WRONLY | O_CLOEXEC));
             if (!null.valid()) return fail(Exit::internal, "cannot open /dev/null");
             return exec_bwrap(plan, null.get());
@@ -452,7 +445,7 @@ int exit_status_of(int status) {
     return static_cast<int>(Exit::internal);
 }
 
-Result<int> run_supervised(const Plan& plan, const Tenant& tenant, PamSession& pam) {
+Result<int> run_supervised(const Plan& plan, PamSession& pam) {
     // Block the relayed signals before forking so none is lost between fork
     // and the wait loop (block_relayed_signals did so already before PAM).
     if (auto st = block_relayed_signals(); !st) {
@@ -474,7 +467,7 @@ Result<int> run_supervised(const Plan& plan, const Tenant& tenant, PamSession& p
     // caller (a shell, say) gets it back afterwards, as a shell's job
     // control would give it back, or it could no longer read its terminal.
     const bool had_foreground = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
-    const pid_t child = fork_watcher(plan, tenant, -1);
+    const pid_t child = fork_watcher(plan, -1);
     if (child < 0) {
         const std::string why = std::strerror(errno);
         (void)pam.close();
@@ -487,15 +480,15 @@ Result<int> run_supervised(const Plan& plan, const Tenant& tenant, PamSession& p
     return exit_status_of(status);
 }
 
-Result<pid_t> spawn_session_watcher(const Plan& plan, const Tenant& tenant, int ready_fd) {
+Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd) {
     if (auto st = block_relayed_signals(); !st) return st.error();
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return fail(Exit::internal, "cannot become the jail's subreaper");
-    const pid_t child = fork_watcher(plan, tenant, ready_fd);
+    const pid_t child = fork_watcher(plan, ready_fd);
     if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
     return child;
 }
 
-Captured capture_jail(const Plan& plan, const Tenant& tenant, std::size_t max) {
+Captured capture_jail(const Plan& plan, std::size_t max) {
     Captured c;
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return c;
@@ -505,7 +498,7 @@ Captured capture_jail(const Plan& plan, const Tenant& tenant, std::size_t max) {
         // stdout to us, stderr nowhere (tmux's "no server running" is not output).
         const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
         if (::dup2(fds[1], 1) != 1 || null < 0 || ::dup2(null, 2) != 2) ::_exit(static_cast<int>(Exit::internal));
-        exec_jail(plan, tenant, self);
+        exec_jail(plan, self);
     }
     ::close(fds[1]);
     if (pid < 0) {

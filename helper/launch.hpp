@@ -18,18 +18,16 @@
 
 namespace clihost {
 
-TenantCreds creds_of(const Tenant& tenant);
-
 // The tmux socket directory, made by the tenant after the drop (never by
 // root: root following a tenant's symlink is how a tenant would get root to
 // create or chmod files elsewhere). $HOME/.cache and $HOME/.cache/tmux must
 // be real directories owned by the tenant; the latter ends up mode 0700.
-Status prepare_socket_dir(const Account& tenant);
+Status prepare_socket_dir(const std::string& home, uid_t uid);
 
 // This process becomes the tenant and execs the jail (client jails, and a
 // one-off jail without PAM). It dies with `expected_parent` (the caller,
 // read before any fork). Never returns: a failure is logged and exits.
-[[noreturn]] void exec_jail(const Plan& plan, const Tenant& tenant, pid_t expected_parent) noexcept;
+[[noreturn]] void exec_jail(const Plan& plan, pid_t expected_parent) noexcept;
 
 // Block the relayed signals (and SIGCHLD) from before the PAM session opens:
 // one arriving meanwhile stays pending and is relayed by the waiting parent,
@@ -37,16 +35,19 @@ Status prepare_socket_dir(const Account& tenant);
 Status block_relayed_signals();
 sigset_t relayed_signals();
 
+// Everything below needs nothing but the plan: who to become, what to
+// exec, with which environment, and which socket directory to make.
+
 // A one-off jail with a PAM session: fork a watcher that becomes the tenant
 // and forks and execs bwrap, wait in the parent (relaying signals), then
 // close the session. Returns the exit status to hand to our caller.
-Result<int> run_supervised(const Plan& plan, const Tenant& tenant, PamSession& pam);
+Result<int> run_supervised(const Plan& plan, PamSession& pam);
 
 // The session jail's watcher, forked by its supervisor: the tenant makes
 // the tmux socket directory, starts bwrap (in a session of its own) and
 // writes one line to `ready_fd` once the tmux server accepts connections
 // ("ok") or it failed ("fail CODE MESSAGE"). Returns the watcher's pid.
-Result<pid_t> spawn_session_watcher(const Plan& plan, const Tenant& tenant, int ready_fd);
+Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd);
 
 // Waits for `child` with relayed_signals() blocked: relays each signal to
 // it, reaps everything re-parented to us, and SIGKILLs what is left once the
@@ -70,7 +71,7 @@ struct Captured {
     int status{-1};
     std::string out;
 };
-Captured capture_jail(const Plan& plan, const Tenant& tenant, std::size_t max);
+Captured capture_jail(const Plan& plan, std::size_t max);
 
 // Runs argv as the tenant (or as `creds` for check without a tenant) after
 // the full drop; returns the first line of its stdout ("" on failure).

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "cli.hpp"
+#include "proc_decision.hpp"
 #include "seccomp_filter.hpp"
 
 namespace clihost {
@@ -116,15 +117,13 @@ std::vector<std::string> tmux_command(const Account& tenant, JailAction action, 
     return {};
 }
 
-std::vector<std::string> build_bwrap_argv(const Policy& policy, const Account& tenant, const HostProbe& probe,
-                                          const std::vector<std::string>& env, bool private_proc,
-                                          JailAction action, const std::vector<std::string>& command) {
+std::vector<std::string> render_bwrap_argv(const Plan& plan) {
     // A new user namespace makes bwrap run unprivileged; new pid and ipc
     // namespaces hide other tenants' processes and SysV/POSIX IPC.
-    std::vector<std::string> a{policy.bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc"};
+    std::vector<std::string> a{plan.bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc"};
     // A client jail reaches the session jail through the socket's path
     // (path sockets do not depend on the network namespace) and nothing else.
-    if (is_client_action(action)) a.emplace_back("--unshare-net");
+    if (!plan.network) a.emplace_back("--unshare-net");
     // No nested user namespaces: they add kernel attack surface and would let
     // a tenant become "root" over its own mounts.
     a.emplace_back("--disable-userns");
@@ -133,28 +132,51 @@ std::vector<std::string> build_bwrap_argv(const Policy& policy, const Account& t
     a.emplace_back("--die-with-parent");
     // The session jail belongs to no terminal and no caller's process group
     // or session: nothing a connection does reaches it as a signal.
-    if (action == JailAction::serve) a.emplace_back("--new-session");
-    if (action == JailAction::command) a.insert(a.end(), {"--json-status-fd", std::to_string(kStatusFd)});
+    if (plan.own_session) a.emplace_back("--new-session");
+    if (plan.reports_status) a.insert(a.end(), {"--json-status-fd", std::to_string(kStatusFd)});
     // No TIOCSTI/TIOCLINUX into the caller's terminal (seccomp_filter.hpp).
     a.insert(a.end(), {"--seccomp", std::to_string(kSeccompFd)});
     // The jail's environment is exactly ours, whatever bwrap inherits.
     a.emplace_back("--clearenv");
-    for (const auto& kv : env) {
+    for (const auto& kv : plan.env) {
         const auto eq = kv.find('=');
         a.insert(a.end(), {"--setenv", kv.substr(0, eq), kv.substr(eq + 1)});
     }
-    for (const auto& hp : probe.paths) {
-        if (hp.kind == HostPath::Kind::directory) a.insert(a.end(), {"--ro-bind", hp.path, hp.path});
-        else if (hp.kind == HostPath::Kind::symlink) a.insert(a.end(), {"--symlink", hp.target, hp.path});
+    for (const auto& m : plan.mounts) {
+        switch (m.kind) {
+            case Mount::Kind::ro_bind: a.insert(a.end(), {"--ro-bind", m.source, m.dest}); break;
+            case Mount::Kind::bind: a.insert(a.end(), {"--bind", m.source, m.dest}); break;
+            case Mount::Kind::symlink: a.insert(a.end(), {"--symlink", m.source, m.dest}); break;
+            case Mount::Kind::dev: a.insert(a.end(), {"--dev", m.dest}); break;
+            case Mount::Kind::proc: a.insert(a.end(), {"--proc", m.dest}); break;
+            case Mount::Kind::tmpfs: a.insert(a.end(), {"--tmpfs", m.dest}); break;
+        }
     }
-    a.insert(a.end(), {"--dev", "/dev"});
-    if (private_proc) a.insert(a.end(), {"--proc", "/proc"});
-    else a.insert(a.end(), {"--ro-bind", "/proc", "/proc"});
-    for (const auto& t : policy.tmpfs) a.insert(a.end(), {"--tmpfs", t});
-    a.insert(a.end(), {"--bind", tenant.home, tenant.home, "--chdir", tenant.home, "--"});
-    a.insert(a.end(), command.begin(), command.end());
+    a.insert(a.end(), {"--chdir", plan.home, "--"});
+    a.insert(a.end(), plan.command.begin(), plan.command.end());
     return a;
 }
+
+namespace {
+
+// The jail's filesystem: the host's system directories read-only (only
+// those that exist), its own /dev and /proc (or the host's read-only, as
+// decided), private tmpfs mounts, and the tenant's home read-write.
+std::vector<Mount> plan_mounts(const Policy& policy, const Account& t, const HostProbe& probe, bool private_proc) {
+    std::vector<Mount> m;
+    for (const auto& hp : probe.paths) {
+        if (hp.kind == HostPath::Kind::directory) m.push_back({Mount::Kind::ro_bind, hp.path, hp.path});
+        else if (hp.kind == HostPath::Kind::symlink) m.push_back({Mount::Kind::symlink, hp.target, hp.path});
+    }
+    m.push_back({Mount::Kind::dev, "", "/dev"});
+    if (private_proc) m.push_back({Mount::Kind::proc, "", "/proc"});
+    else m.push_back({Mount::Kind::ro_bind, "/proc", "/proc"});
+    for (const auto& dir : policy.tmpfs) m.push_back({Mount::Kind::tmpfs, "", dir});
+    m.push_back({Mount::Kind::bind, t.home, t.home});
+    return m;
+}
+
+}  // namespace
 
 Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Request& request, const HostProbe& probe,
                         const CallerEnv& caller_env, const std::vector<std::string>& pam_env) {
@@ -167,44 +189,28 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     // tenant"; only an operator may enable that.
     if (!request.command.empty() && !policy.allow_caller_command)
         return fail(Exit::refused, "a command was given but allow_caller_command is false");
-    // Only proc = private may defer the trial: its argv does not depend on it.
-    if (probe.trial_deferred && policy.proc != ProcMode::private_only)
-        return fail(Exit::internal, "the namespace trial was deferred for a mode that needs it");
-    if (!probe.trial_deferred && !probe.user_namespaces)
-        return fail(Exit::host, "user namespaces are unavailable: " + probe.trial_detail);
-
+    auto proc = decide_proc(policy.proc, probe);
+    if (!proc) return proc.error();
     Plan plan;
     plan.action = request.action;
+    plan.creds = creds_of(tenant);
+    plan.home = t.home;
     plan.bwrap = policy.bwrap;
+    plan.network = !is_client_action(request.action);
+    plan.own_session = request.action == JailAction::serve;
+    plan.reports_status = request.action == JailAction::command;
     plan.socket_dir = tmux_socket_dir(t);
     if (plan.socket_dir.size() + std::string_view("/clihost.sock").size() > kMaxSocketPath)
         return fail(Exit::refused, "home path too long for a tmux socket");
 
-    bool private_proc = false;
-    switch (policy.proc) {
-        case ProcMode::private_only:
-            plan.trial_in_child = probe.trial_deferred;
-            if (!probe.trial_deferred && !probe.fresh_proc)
-                return fail(Exit::host, "cannot mount a private /proc here (" + probe.trial_detail +
-                                            "); refusing (proc = private)");
-            private_proc = true;
-            break;
-        case ProcMode::private_or_hidepid:
-            if (probe.fresh_proc) private_proc = true;
-            // The host /proc is only acceptable when it hides other users' processes.
-            else if (!probe.host_proc_hidepid)
-                return fail(Exit::host, "cannot mount a private /proc (" + probe.trial_detail +
-                                            ") and host /proc lacks hidepid=invisible; refusing");
-            break;
-        case ProcMode::inherit:
-            plan.warnings.emplace_back("proc = inherit: the jail sees the host /proc");
-            break;
-    }
-    plan.proc_source = private_proc ? "private" : "host";
+    plan.proc_source = proc.value().source();
+    plan.trial_in_child = proc.value().prove_before_exec;
+    plan.warnings = proc.value().warnings;
     plan.env = build_environment(policy, t, caller_env, pam_env);
-    const auto command =
+    plan.command =
         request.action == JailAction::command ? request.command : tmux_command(t, request.action, request.session);
-    plan.argv = build_bwrap_argv(policy, t, probe, plan.env, private_proc, request.action, command);
+    plan.mounts = plan_mounts(policy, t, probe, proc.value().private_proc);
+    plan.argv = render_bwrap_argv(plan);
     return plan;
 }
 

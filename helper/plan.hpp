@@ -47,10 +47,25 @@ struct Request {
     std::vector<std::string> command;  // command only
 };
 
+// One filesystem step of the jail, in bwrap's order.
+struct Mount {
+    enum class Kind { ro_bind, bind, symlink, dev, proc, tmpfs };
+    Kind kind;
+    std::string source;  // ro_bind/bind: the host path; symlink: the link's target
+    std::string dest;
+};
+
 struct Plan {
     JailAction action{JailAction::attach};
+    TenantCreds creds;                  // who runs it (dropped to and verified)
+    std::string home;                   // the tenant's home, bound read-write, the cwd
     std::string bwrap;                  // absolute path, exec'd without PATH lookup
-    std::vector<std::string> argv;      // argv[0] == bwrap
+    bool network{true};                 // false: no network at all (--unshare-net)
+    bool own_session{false};            // a session of its own (--new-session)
+    bool reports_status{false};         // --json-status-fd kStatusFd (one-off jails)
+    std::vector<Mount> mounts;          // after --dev and before the home's bind
+    std::vector<std::string> command;   // what runs in the jail
+    std::vector<std::string> argv;      // render_bwrap_argv(*this); argv[0] == bwrap
     std::vector<std::string> env;       // "NAME=value", the exec environment
     std::string socket_dir;             // $HOME/.cache/tmux, made by the tenant
     std::string proc_source;            // "private" or "host" (for the audit log)
@@ -79,9 +94,9 @@ std::string tmux_socket(const Account& tenant);
 // The tmux command of a jail action (not for JailAction::command).
 std::vector<std::string> tmux_command(const Account& tenant, JailAction action, std::string_view session);
 
-std::vector<std::string> build_bwrap_argv(const Policy& policy, const Account& tenant, const HostProbe& probe,
-                                          const std::vector<std::string>& env, bool private_proc,
-                                          JailAction action, const std::vector<std::string>& command);
+// The one rendering of a plan as bwrap's argv: what `print` shows and
+// launch execs.
+std::vector<std::string> render_bwrap_argv(const Plan& plan);
 
 Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Request& request, const HostProbe& probe,
                         const CallerEnv& caller_env, const std::vector<std::string>& pam_env);

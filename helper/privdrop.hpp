@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "identity.hpp"
 #include "result.hpp"
 
 namespace clihost {
@@ -22,12 +23,6 @@ Status verify_dropped(uid_t uid, gid_t gid, const std::vector<gid_t>& groups);
 // Logs a failure of a process that is becoming (or became) the tenant.
 void report_tenant_failure(const Error& e) noexcept;
 
-// Who a process becomes: exactly what drop_privileges installs.
-struct TenantCreds {
-    uid_t uid{};
-    gid_t gid{};
-    std::vector<gid_t> groups;
-};
 
 // Becoming the tenant, in this process: drop_privileges (which verifies),
 // then not dumpable (the drop reset the flag to fs.suid_dumpable, and this

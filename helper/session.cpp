@@ -86,7 +86,7 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
     // 4. The watcher (the tenant) starts the jail and says when tmux is up.
     int ready[2];
     if (::pipe2(ready, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
-    auto watcher = spawn_session_watcher(plan.value(), s.tenant, ready[1]);
+    auto watcher = spawn_session_watcher(plan.value(), ready[1]);
     ::close(ready[1]);
     Status up = watcher ? read_report(ready[0], kStartSeconds) : Status(watcher.error());
     ::close(ready[0]);
