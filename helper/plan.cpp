@@ -36,13 +36,18 @@ bool is_well_formed_env_value(std::string_view value) {
     });
 }
 
+std::string jail_shell(const Policy& policy, const Account& tenant) {
+    if (!policy.shell.empty()) return policy.shell;
+    return tenant.shell.empty() ? std::string(kDefaultShell) : tenant.shell;
+}
+
 std::vector<std::string> build_environment(const Policy& policy, const Account& tenant, const CallerEnv& caller,
                                            const std::vector<std::string>& pam_env) {
     std::vector<std::string> env{
         "HOME=" + tenant.home,
         "USER=" + tenant.name,
         "LOGNAME=" + tenant.name,
-        "SHELL=" + (tenant.shell.empty() ? std::string(kDefaultShell) : tenant.shell),
+        "SHELL=" + jail_shell(policy, tenant),
         "PATH=" + std::string(kSafePath),
     };
     for (const auto& name : policy.extra_env) {
@@ -118,6 +123,12 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     // tenant"; only an operator may enable that.
     if (!request.command.empty() && !policy.allow_caller_command)
         return fail(Exit::refused, "a command was given but allow_caller_command is false");
+    // A tenant whose login shell is nologin (as it should be: SECURITY.md,
+    // "Routes around the jail") needs [jail] shell, or tmux would start
+    // nologin, which exits at once. kill and a caller's command start no shell.
+    if (request.verb == Verb::run && request.command.empty() && is_refusing_shell(jail_shell(policy, t)))
+        return fail(Exit::refused, "the login shell of " + t.name + " is " + t.shell +
+                                       " and [jail] shell is not set: tmux would start it (set [jail] shell)");
     // Only proc = private may defer the trial: its argv does not depend on it.
     if (probe.trial_deferred && policy.proc != ProcMode::private_only)
         return fail(Exit::internal, "the namespace trial was deferred for a mode that needs it");
