@@ -17,6 +17,7 @@
 #include "plan.hpp"
 #include "privdrop.hpp"
 #include "probe.hpp"
+#include "routes.hpp"
 #include "trusted_path.hpp"
 #include "version.hpp"
 
@@ -99,6 +100,7 @@ Result<Prepared> prepare(const StartState& start, const CommandLine& cl, const A
 
 int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) {
     if (auto st = check_bwrap(p.loaded.policy); !st) return refuse(st.error());
+    if (auto st = routes::check_jail_shell(p.loaded.policy); !st) return refuse(st.error());
     const Request req{Verb::run, *cl.session, cl.command};
     auto plan = build_plan(p.loaded.policy, *p.tenant, req, p.probe, start.caller_env, {});
     if (!plan) return refuse(plan.error());
@@ -123,6 +125,7 @@ int do_launch(const Prepared& p, const CommandLine& cl, const StartState& start)
     if (p.caller.invocation == Invocation::unprivileged)
         return refuse(fail(Exit::host, "not running with root privileges (install setuid root or use sudo)"));
     if (auto st = check_bwrap(policy); !st) return refuse(st.error());
+    if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
     const Request req{cl.verb, *cl.session, cl.command};
     const bool default_tmux = cl.command.empty();
 
@@ -255,12 +258,15 @@ int do_check(const Prepared& p, const StartState& start) {
         if (policy.proc == ProcMode::private_or_hidepid && !p.probe.fresh_proc && !p.probe.host_proc_hidepid)
             problem("proc", "no fresh procfs and host /proc lacks hidepid=invisible");
     }
+    // An open route around the jail fails check too (routes.hpp).
+    const bool closed = routes::report_for_check(policy, p.tenant ? &p.tenant->account : nullptr, r);
     line("result", can_start ? "a jail can start" : "a jail cannot start");
     // The exit status is the answer; the report is for a human.
     (void)std::fputs(r.c_str(), stdout);
     (void)std::fflush(stdout);
-    log::audit(can_start ? "allow" : "fail", can_start ? "check passed" : "check found problems");
-    return can_start ? 0 : static_cast<int>(Exit::host);
+    const bool passed = can_start && closed;
+    log::audit(passed ? "allow" : "fail", passed ? "check passed" : "check found problems");
+    return passed ? 0 : static_cast<int>(Exit::host);
 }
 
 }  // namespace
