@@ -5,7 +5,6 @@ key, `check` reading the host's own files (each touched file is backed up and
 restored), tmux in the jail.
 """
 import contextlib
-import glob
 import grp
 import os
 import pwd
@@ -17,78 +16,22 @@ import time
 
 import pytest
 
-from conftest import PROXY, REPO, TENANT_GROUP, new_session, sh
+from conftest import BASE_CONFIG, PROXY, REPO, TENANT_GROUP, TEST_SSHD_DROP_IN, HostFiles, login_shell, new_session, \
+    sh, sshd_can_report, write_root
 from ptyutil import PtyProcess
 
 SSHD = "/usr/sbin/sshd"
 DROP_IN = os.path.join(REPO, "install", "sshd_config.d", "clihost-jail.conf")
-TEST_DROP_IN = "/etc/ssh/sshd_config.d/ctj-routes-test.conf"
+TEST_DROP_IN = TEST_SSHD_DROP_IN
 TEST_PAM = "ctj-routes-test"
 LINGER_DIR = "/var/lib/systemd/linger"
-JAIL_SHELL = "/usr/bin/bash"
-
-
-class HostFiles:
-    """Backs up host files (or their absence) and puts them back exactly."""
-
-    def __init__(self, paths):
-        self.saved = {}
-        for p in paths:
-            if os.path.lexists(p):
-                st = os.lstat(p)
-                with open(p, "rb") as f:
-                    self.saved[p] = (f.read(), st.st_mode, st.st_uid, st.st_gid)
-            else:
-                self.saved[p] = None
-
-    def restore(self):
-        for p, v in self.saved.items():
-            if v is None:
-                if os.path.lexists(p):
-                    os.unlink(p)
-            else:
-                data, mode, uid, gid = v
-                with open(p, "wb") as f:
-                    f.write(data)
-                os.chown(p, uid, gid)
-                os.chmod(p, mode & 0o7777)
-
-
-def write_root(path, text, mode=0o644):
-    with open(path, "w") as f:
-        f.write(text)
-    os.chown(path, 0, 0)
-    os.chmod(path, mode)
+JAIL_SHELL = "/usr/bin/bash"  # BASE_CONFIG's [jail] shell
 
 
 @pytest.fixture(scope="module")
 def sshd_ready():
-    """What `sshd -T` and sshd need on this host: host keys and the privilege
-    separation directory (sshd's service makes it at start). Whatever this
-    creates is removed afterwards."""
-    assert os.path.exists(SSHD), "openssh-server is part of the test host (tests/run.sh installs it)"
-    made_dir = not os.path.isdir("/run/sshd")
-    if made_dir:
-        os.makedirs("/run/sshd", mode=0o755)
-    keys_before = set(glob.glob("/etc/ssh/ssh_host_*"))
-    if not any(k.endswith("_key") for k in keys_before):
-        sh("ssh-keygen", "-A")
-    new_keys = set(glob.glob("/etc/ssh/ssh_host_*")) - keys_before
-    yield
-    for k in new_keys:
-        os.unlink(k)
-    if made_dir:
-        shutil.rmtree("/run/sshd", ignore_errors=True)
-
-
-@contextlib.contextmanager
-def login_shell(user, shell):
-    old = pwd.getpwnam(user).pw_shell
-    sh("usermod", "-s", shell, user)
-    try:
+    with sshd_can_report():
         yield
-    finally:
-        sh("usermod", "-s", old, user)
 
 
 @contextlib.contextmanager
@@ -230,7 +173,8 @@ def test_check_reports_each_route_fail_then_ok_as_it_is_opened_and_closed(host, 
         if os.path.exists(p):
             os.unlink(p)
     shipped_pam = open(os.path.join(REPO, "pam", "clihost-jail")).read()
-    conf = host.config_variant({"jail": f"shell = {JAIL_SHELL}", "pam": f"service = {TEST_PAM}"})
+    conf = host.config_variant({"pam": f"service = {TEST_PAM}"})
+    assert f"shell = {JAIL_SHELL}" in open(conf).read()
     os.makedirs(LINGER_DIR, exist_ok=True)
 
     def check():
@@ -298,8 +242,11 @@ def test_check_without_user_reports_every_member_of_the_tenant_group(host, alice
 
 
 def test_jail_shell_is_the_shell_while_the_login_shell_is_nologin(host, alice):
-    conf = host.config_variant({"jail": f"shell = {JAIL_SHELL}"})
-    unset = host.config_variant({})
+    conf = host.config_variant({})
+    assert f"shell = {JAIL_SHELL}" in open(conf).read()
+    unset = os.path.join(host.variants, "no-shell.conf")
+    write_root(unset, BASE_CONFIG.replace(f"shell = {JAIL_SHELL}\n", ""))
+    assert "shell" not in open(unset).read()
     env = {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color"}
     with login_shell(alice, "/usr/sbin/nologin"):
         # Refused with the reason when [jail] shell is unset: tmux would start nologin.
