@@ -76,7 +76,7 @@ for _ in $(seq 50); do
 done
 [ -n "$ready" ] || { echo "quickstart: the jailed session did not start" >&2; tmux -L "$demo" capture-pane -p; exit 1; }
 sleep 0.5
-tmux -L "$demo" send-keys -t host "clear; id; echo TTYD_SANDBOX=\$TTYD_SANDBOX; ls /home; ls $home2; touch /etc/demo; ps ax" Enter
+tmux -L "$demo" send-keys -t host "clear; id; echo TTYD_SANDBOX=\$TTYD_SANDBOX SHELL=\$SHELL; ls /home; ls $home2; touch /etc/demo; ps ax" Enter
 sleep 1.5
 tmux -L "$demo" capture-pane -p -t host | sed '/^$/d'
 "$helper" kill --user clihost-demo1 --session demo
