@@ -63,8 +63,10 @@ check "inside: /etc is read-only" "grep -q \"cannot touch '/etc/demo': Read-only
 check "inside: ls /home shows only the tenant's own" \
   "grep -qx 'clihost-demo1' '$out' && ! grep -q 'clihost-demo2\$' <(grep -v cannot '$out')"
 # ps ax inside: the jail's pid 1 (bwrap), tmux and the shell, nothing of the host.
+# (Only ps's own lines: check's report above names sshd and cron too.)
+grep -E '^ +[0-9]+ +(pts/[0-9]+|\?) ' "$out" >"$work/ps.txt" || true
 check "inside: ps sees only the jail" \
-  "grep -Eq '^ +1 .*bwrap' '$out' && ! grep -Eq 'rsyslogd|sshd|cron|/sbin/init' '$out'"
+  "grep -Eq '^ +1 .*bwrap' '$work/ps.txt' && ! grep -Eq 'rsyslogd|sshd|cron|/sbin/init' '$work/ps.txt'"
 check "inside: runs as the tenant" "grep -q 'uid=[0-9]*(clihost-demo1)' '$out'"
 check "/etc/demo was not created on the host" "[ ! -e /etc/demo ]"
 check "the demo session was killed" \
