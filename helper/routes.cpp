@@ -292,6 +292,10 @@ Finding evaluate_pam(const Policy& policy, const PamScan& scan) {
 
 Finding evaluate_forward(const std::string& user, const ForwardFacts& facts) {
     if (facts.mta.empty()) return closed("forward", std::string("no MTA (") + kSendmail + " absent)");
+    if (!facts.error.empty())
+        return open_route("forward", "an MTA is installed (" + facts.mta + ") and " + facts.path +
+                                         " cannot be looked at: " + facts.error,
+                          "make the home a real directory root can look into, or forbid .forward pipes in the MTA");
     if (facts.forward_exists)
         return open_route("forward",
                           facts.path + " exists and an MTA is installed (" + facts.mta + "): it runs the file's "
@@ -440,12 +444,17 @@ std::vector<std::string> group_names_of(const Account& a) {
 }
 
 // lstat of HOME/.forward relative to an O_NOFOLLOW descriptor of the home:
-// the file is never opened or read, whatever it is.
-bool forward_exists(const std::string& home) {
+// the file is never opened or read, whatever it is. Unknown is an error,
+// not "absent".
+void look_for_forward(const std::string& home, ForwardFacts& f) {
     UniqueFd dir(::open(home.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!dir.valid()) return false;
+    if (!dir.valid()) {
+        f.error = std::string("cannot open the home: ") + std::strerror(errno);
+        return;
+    }
     struct stat st {};
-    return ::fstatat(dir.get(), ".forward", &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (::fstatat(dir.get(), ".forward", &st, AT_SYMLINK_NOFOLLOW) == 0) f.forward_exists = true;
+    else if (errno != ENOENT) f.error = std::strerror(errno);
 }
 
 PamScan scan_installed_pam(const std::string& service) {
@@ -481,7 +490,7 @@ Facts gather(const Policy& policy, const Account& account) {
     if (policy.pam_session) f.pam = scan_installed_pam(policy.pam_service);
     if (path_exists(kSendmail)) f.forward.mta = kSendmail;
     f.forward.path = account.home + "/.forward";
-    f.forward.forward_exists = forward_exists(account.home);
+    look_for_forward(account.home, f.forward);
     return f;
 }
 

@@ -96,6 +96,7 @@ struct ForwardFacts {
     std::string mta;       // "/usr/sbin/sendmail" when present, else empty
     bool forward_exists{false};
     std::string path;      // HOME/.forward
+    std::string error;     // the home could not be looked into
 };
 Finding evaluate_forward(const std::string& user, const ForwardFacts& facts);
 

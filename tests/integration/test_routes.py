@@ -282,3 +282,39 @@ def test_jail_shell_is_the_shell_while_the_login_shell_is_nologin(host, alice):
         finally:
             host.run_root([host.bin, "kill", "--user", alice, "--session", s])
             t.close()
+
+
+def test_check_flags_a_forward_the_tenant_wrote_from_its_jail_while_an_mta_is_installed(host, alice, sshd_ready):
+    """~/.forward pipes run as the tenant outside the jail when an MTA is
+    installed. check looks at the file with lstat only (a symlink there is
+    not followed); the MTA is a root-owned stand-in at /usr/sbin/sendmail
+    when the host has none (removed after)."""
+    sendmail = "/usr/sbin/sendmail"
+    made = not os.path.lexists(sendmail)
+    forward = os.path.join(host.home(alice), ".forward")
+    try:
+        if made:
+            write_root(sendmail, "#!/bin/sh\nexit 1\n", 0o755)
+        r = host.run_root([host.bin, "check", "--user", alice])
+        assert route(r.stdout, "forward", alice).startswith(f"ok (no {forward} now, but an MTA is installed"), r.stdout
+        # From inside its jail the tenant makes ~/.forward (a symlink: lstat
+        # sees it whatever it points to).
+        j = host.run_as(PROXY, host.jail(alice, "echo '|/usr/bin/id' > \"$HOME/.fw\" && "
+                                                "ln -s /etc/shadow \"$HOME/.forward\" && echo SB=$TTYD_SANDBOX"))
+        assert j.returncode == 0 and "SB=true" in j.stdout, j.stdout + j.stderr
+        r = host.run_root([host.bin, "check", "--user", alice])
+        line = route(r.stdout, "forward", alice)
+        assert line.startswith(f"FAIL: {forward} exists and an MTA is installed ({sendmail})"), line
+        assert f"(fix: rm {forward}, and forbid .forward pipes in the MTA" in line, line
+        assert r.returncode == 3
+        if made:
+            # Control: without an MTA the same file is no route.
+            os.unlink(sendmail)
+            r = host.run_root([host.bin, "check", "--user", alice])
+            assert route(r.stdout, "forward", alice) == f"ok (no MTA ({sendmail} absent))", r.stdout
+    finally:
+        for p in (forward, os.path.join(host.home(alice), ".fw")):
+            if os.path.lexists(p):
+                os.unlink(p)
+        if made and os.path.lexists(sendmail):
+            os.unlink(sendmail)
