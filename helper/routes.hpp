@@ -65,13 +65,15 @@ struct ListFile {
 // '#' comments ignored, surrounding blanks trimmed.
 bool list_file_names(std::string_view text, std::string_view user);
 
-// crontab(1) on Debian: with cron.allow only listed users may; else users in
-// cron.deny may not; with neither, every user may. An existing spool crontab
-// is run by cron whatever those files say now.
+// crontab(1) of Debian 12's cron (3.0pl1-162): with cron.allow only listed
+// users may; else users in cron.deny may not; with neither, "for standard
+// Debian systems, all users may". The files govern the crontab command: a
+// crontab already in the spool is counted as open whatever they say now.
 Finding evaluate_cron(const std::string& user, const ListFile& allow, const ListFile& deny, bool crontab_exists);
 
-// at(1): with at.allow only listed users may; else users in at.deny may not
-// (an empty at.deny lets everyone); with neither, only root may.
+// at.allow(5) of Debian 12's at (3.2.5): with at.allow only listed users
+// may; else users in at.deny may not (an empty at.deny lets everyone); with
+// neither, only root may. The package ships an at.deny of system accounts.
 Finding evaluate_at(const std::string& user, const ListFile& allow, const ListFile& deny);
 
 // --- logind -------------------------------------------------------------------
