@@ -318,3 +318,30 @@ def test_check_flags_a_forward_the_tenant_wrote_from_its_jail_while_an_mta_is_in
                 os.unlink(p)
         if made and os.path.lexists(sendmail):
             os.unlink(sendmail)
+
+
+def test_a_jail_shell_others_could_write_is_refused_like_bwrap(host, alice):
+    """[jail] shell is exec'd as the tenant by tmux: only root may have been
+    able to put it there (the open_trusted walk that bwrap gets)."""
+    shell = os.path.join(host.prefix, "routes-sh")
+    shutil.copy("/usr/bin/dash", shell)
+    os.chown(shell, 0, 0)
+    conf = os.path.join(host.variants, "writable-shell.conf")
+    # The shell must lie under a ro_bind directory: bind its own.
+    write_root(conf, BASE_CONFIG.replace(
+        f"shell = {JAIL_SHELL}\n", f"shell = {shell}\nro_bind = /usr /bin /sbin /lib /lib64 /etc {host.prefix}\n"))
+    argv = [host.bin, "print", "--user", alice, "--session", new_session()]
+    try:
+        os.chmod(shell, 0o775)
+        r = host.run_root(argv, config=conf)
+        assert r.returncode == 3
+        assert r.stderr == f"clihost-jail: [jail] shell {shell} is not root-owned or is writable by group/others\n", \
+            r.stderr
+        r = host.run_root([host.bin, "check", "--user", alice], config=conf)
+        assert f"jail shell: FAIL: [jail] shell {shell} is not root-owned" in r.stdout and r.returncode == 3, r.stdout
+        # Control: the same file, writable by root alone, is accepted.
+        os.chmod(shell, 0o755)
+        r = host.run_root(argv, config=conf)
+        assert r.returncode == 0 and f"SHELL={shell} " in r.stdout, r.stdout + r.stderr
+    finally:
+        os.unlink(shell)
