@@ -15,6 +15,7 @@
 #include "plan.hpp"
 #include "probe.hpp"
 #include "proc_decision.hpp"
+#include "routes.hpp"
 #include "session.hpp"
 #include "trusted_path.hpp"
 #include "version.hpp"
@@ -119,6 +120,7 @@ std::string render(const Plan& plan) {
 
 int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) {
     if (auto st = check_trusted_executable("bwrap", p.policy().bwrap); !st) return refuse(st.error());
+    if (auto st = routes::check_jail_shell(p.policy()); !st) return refuse(st.error());
     // run plans two jails (the session jail, started if absent, and this
     // connection's attach jail); run -- COMMAND plans one.
     std::vector<Request> reqs;
@@ -152,6 +154,7 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start)
     const Policy& policy = p.policy();
     if (auto st = require_root(p); !st) return refuse(st.error());
     if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
+    if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
     if (policy.pam_session) {
         if (auto st = check_pam_service(policy.pam_service); !st) return refuse(st.error());
         // Every attach: an expired tenant cannot attach to a session jail
@@ -172,6 +175,7 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
     const Policy& policy = p.policy();
     if (auto st = require_root(p); !st) return refuse(st.error());
     if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
+    if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
     const Request req{JailAction::command, *cl.session, cl.command};
     if (!policy.pam_session) {
         auto plan = plan_for(p, start, req);
@@ -322,12 +326,15 @@ int do_check(const Prepared& p, const StartState& start) {
     } else {
         line("proc", "ok (" + proc.value().source() + ")");
     }
+    // An open route around the jail fails check too (routes.hpp).
+    const bool closed = routes::report_for_check(policy, p.tenant ? &p.tenant->account : nullptr, r);
     line("result", can_start ? "a jail can start" : "a jail cannot start");
     // The exit status is the answer; the report is for a human.
     (void)std::fputs(r.c_str(), stdout);
     (void)std::fflush(stdout);
-    log::audit(can_start ? "allow" : "fail", can_start ? "check passed" : "check found problems");
-    return can_start ? 0 : static_cast<int>(Exit::host);
+    const bool passed = can_start && closed;
+    log::audit(passed ? "allow" : "fail", passed ? "check passed" : "check found problems");
+    return passed ? 0 : static_cast<int>(Exit::host);
 }
 
 }  // namespace

@@ -130,6 +130,13 @@ Result<Unit> apply(Policy& p, std::string_view section, std::string_view key, st
         }
         if (key == "ro_bind") return set_list(parse_paths(v), p.ro_bind);
         if (key == "tmpfs") return set_list(parse_paths(v), p.tmpfs);
+        if (key == "shell") {
+            if (!is_clean_absolute_path(v) || v == "/") return fail(Exit::host, "shell must be a clean absolute path");
+            // tmux would start it, fail, and leave the tenant with nothing.
+            if (is_refusing_shell(v)) return fail(Exit::host, "shell may not be a nologin/false shell");
+            p.shell = std::string(v);
+            return ok_status();
+        }
         if (key == "allow_caller_command") return set_bool(p.allow_caller_command);
         if (key == "extra_env") return set_list(parse_env_names(v), p.extra_env);
     } else if (section == "pam") {
@@ -185,6 +192,18 @@ bool is_reserved_env_name(std::string_view name) {
     return std::find(kReserved.begin(), kReserved.end(), name) != kReserved.end();
 }
 
+bool is_refusing_shell(std::string_view shell) {
+    const auto slash = shell.rfind('/');
+    const auto base = slash == std::string_view::npos ? shell : shell.substr(slash + 1);
+    return base == "nologin" || base == "false";
+}
+
+namespace {
+bool is_under(std::string_view path, std::string_view dir) {
+    return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
+}
+}  // namespace
+
 bool is_clean_absolute_path(std::string_view path) {
     if (path.empty() || path.front() != '/' || path.size() > 1024) return false;
     if (path == "/") return true;
@@ -233,6 +252,15 @@ Result<Policy> parse_config(std::string_view text) {
     // uid 0 is never a tenant, whatever the range says.
     if (p.min_uid == 0) return fail(Exit::host, "config: min_uid must be at least 1");
     if (p.min_uid > p.max_uid) return fail(Exit::host, "config: min_uid is above max_uid");
+    // The shell is exec'd inside the jail: it must be in a directory the jail
+    // binds from the host, and not under a tmpfs that would hide it.
+    if (!p.shell.empty()) {
+        const auto in = [&](const std::vector<std::string>& dirs) {
+            return std::any_of(dirs.begin(), dirs.end(), [&](const std::string& d) { return is_under(p.shell, d); });
+        };
+        if (!in(p.ro_bind)) return fail(Exit::host, "config: shell " + p.shell + " is not under a ro_bind directory");
+        if (in(p.tmpfs)) return fail(Exit::host, "config: shell " + p.shell + " is hidden by a tmpfs");
+    }
     return p;
 }
 

@@ -32,6 +32,12 @@ struct Policy {
     std::vector<std::string> tmpfs{"/tmp", "/var/tmp", "/run"};
     bool allow_caller_command{false};
     std::vector<std::string> extra_env{"TERM", "LANG", "LC_ALL", "COLORTERM"};
+    // The shell tmux starts inside the jail (it becomes SHELL, which tmux's
+    // default-shell follows). Empty: the tenant's login shell. Setting it
+    // lets tenants have /usr/sbin/nologin as their login shell, so that no
+    // host service that honours login shells (sshd, su, login) gives them
+    // an unjailed shell. Absolute, root-owned, checked like bwrap at launch.
+    std::string shell{};
     // [pam]
     std::string pam_service{"clihost-jail"};
     bool pam_session{true};
@@ -49,5 +55,7 @@ bool is_clean_absolute_path(std::string_view path);
 // Names the jail sets itself or that change how programs load code: never
 // passed through from the caller, whatever extra_env says.
 bool is_reserved_env_name(std::string_view name);
+// /usr/sbin/nologin, /bin/false and the like: a login shell that refuses.
+bool is_refusing_shell(std::string_view shell);
 
 }  // namespace clihost

@@ -55,13 +55,18 @@ bool is_well_formed_env_value(std::string_view value) {
     });
 }
 
+std::string jail_shell(const Policy& policy, const Account& tenant) {
+    if (!policy.shell.empty()) return policy.shell;
+    return tenant.shell.empty() ? std::string(kDefaultShell) : tenant.shell;
+}
+
 std::vector<std::string> build_environment(const Policy& policy, const Account& tenant, const CallerEnv& caller,
                                            const std::vector<std::string>& pam_env) {
     std::vector<std::string> env{
         "HOME=" + tenant.home,
         "USER=" + tenant.name,
         "LOGNAME=" + tenant.name,
-        "SHELL=" + (tenant.shell.empty() ? std::string(kDefaultShell) : tenant.shell),
+        "SHELL=" + jail_shell(policy, tenant),
         "PATH=" + std::string(kSafePath),
     };
     for (const auto& name : policy.extra_env) {
@@ -189,6 +194,14 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     // tenant"; only an operator may enable that.
     if (!request.command.empty() && !policy.allow_caller_command)
         return fail(Exit::refused, "a command was given but allow_caller_command is false");
+    // A tenant whose login shell is nologin (as it should be: SECURITY.md,
+    // "Routes around the jail") needs [jail] shell, or tmux would start
+    // nologin, which exits at once. The session jail starts the shells (and
+    // an attach asks it for one); kill, list and a caller's command start none.
+    if ((request.action == JailAction::serve || request.action == JailAction::attach) &&
+        is_refusing_shell(jail_shell(policy, t)))
+        return fail(Exit::refused, "the login shell of " + t.name + " is " + t.shell +
+                                       " and [jail] shell is not set: tmux would start it (set [jail] shell)");
     auto proc = decide_proc(policy.proc, probe);
     if (!proc) return proc.error();
     Plan plan;

@@ -83,6 +83,9 @@ using CallerEnv = std::map<std::string, std::string>;
 // traversal into terminfo or locale files).
 bool is_well_formed_env_value(std::string_view value);
 
+// The shell tmux starts in the jail: [jail] shell if set, else the login shell.
+std::string jail_shell(const Policy& policy, const Account& tenant);
+
 // HOME, USER, LOGNAME, SHELL, PATH; then well-formed extra_env values from the
 // caller; then PAM's environment (never overriding); TTYD_SANDBOX=true last.
 std::vector<std::string> build_environment(const Policy& policy, const Account& tenant, const CallerEnv& caller,

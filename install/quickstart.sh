@@ -4,8 +4,9 @@
 #     sudo ./install/quickstart.sh
 # It installs the build and run dependencies (apt-get), builds, installs the
 # helper setuid root (4750 root:clihost) with its PAM service and an example
-# config, creates two demo tenants if missing, and shows from inside a real
-# jailed tmux session what a tenant sees.
+# config, creates two demo tenants if missing (login shell nologin, cron/at
+# denied: no route around the jail, SECURITY.md), and shows from inside a
+# real jailed tmux session what a tenant sees.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -18,8 +19,11 @@ deps=(build-essential cmake pkg-config libpam0g-dev libcap-ng-dev libspdlog-dev 
 echo "== groups and demo tenants"
 getent group clihost >/dev/null || groupadd --system clihost
 getent group clihost-tenants >/dev/null || groupadd clihost-tenants
+# nologin as login shell: sshd, su and login have no shell to give a tenant;
+# tmux in the jail starts [jail] shell instead (set below).
 for t in clihost-demo1 clihost-demo2; do
-  id "$t" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash --groups clihost-tenants "$t"
+  id "$t" >/dev/null 2>&1 || useradd --create-home --shell /usr/sbin/nologin --groups clihost-tenants "$t"
+  usermod --shell /usr/sbin/nologin "$t"
   chmod 0750 "$(getent passwd "$t" | cut -d: -f6)"
 done
 
@@ -31,6 +35,31 @@ cmake --build "$build" -j"$(nproc)" >/dev/null
 cmake --install "$build" >/dev/null
 helper=/usr/libexec/clihost-jail/clihost-jail
 ls -l "$helper"
+
+echo "== routes around the jail: closed"
+# The example policy leaves [jail] shell unset (the login shell): the demo
+# tenants have nologin, so their jails start bash. Only an unedited example
+# is changed; an operator's own policy is left alone.
+conf=/etc/clihost-jail/jail.conf
+if ! grep -Eq '^[[:space:]]*shell[[:space:]]*=' "$conf"; then
+  if cmp -s "$conf" "$top/install/jail.conf"; then
+    sed -i -E 's|^# (shell = /usr/bin/bash)|\1|' "$conf"
+  else
+    echo "quickstart: $conf has no [jail] shell and the demo tenants' login shell is nologin: add 'shell = /usr/bin/bash' under [jail]" >&2
+    exit 1
+  fi
+fi
+grep -E '^[[:space:]]*shell[[:space:]]*=' "$conf"
+# cron, at and lingering: per tenant.
+/usr/sbin/clihost-jail-close-routes clihost-demo1 clihost-demo2
+# sshd: the drop-in installed above denies group clihost-tenants; a running
+# sshd must re-read it. `sshd -T` (run by check) needs sshd's privilege
+# separation directory, which sshd's own service creates when it starts.
+if [ -x /usr/sbin/sshd ]; then
+  install -d -m 0755 /run/sshd
+  if [ -d /run/systemd/system ] && systemctl is-active --quiet ssh; then systemctl reload ssh; fi
+  ls -l /etc/ssh/sshd_config.d/clihost-jail.conf
+fi
 
 echo "== clihost-jail check --user clihost-demo1"
 "$helper" check --user clihost-demo1
@@ -47,7 +76,7 @@ for _ in $(seq 50); do
 done
 [ -n "$ready" ] || { echo "quickstart: the jailed session did not start" >&2; tmux -L "$demo" capture-pane -p; exit 1; }
 sleep 0.5
-tmux -L "$demo" send-keys -t host "clear; id; echo TTYD_SANDBOX=\$TTYD_SANDBOX; ls /home; ls $home2; touch /etc/demo; ps ax" Enter
+tmux -L "$demo" send-keys -t host "clear; id; echo TTYD_SANDBOX=\$TTYD_SANDBOX SHELL=\$SHELL; ls /home; ls $home2; touch /etc/demo; ps ax" Enter
 sleep 1.5
 tmux -L "$demo" capture-pane -p -t host | sed '/^$/d'
 "$helper" kill --user clihost-demo1 --session demo

@@ -16,7 +16,8 @@ fi
 
 packages=(build-essential cmake pkg-config libpam0g-dev libcap-ng-dev libspdlog-dev libfmt-dev
           libgtest-dev libgmock-dev bubblewrap tmux sudo rsyslog python3 python3-pytest procps
-          util-linux libpam-modules libpam-runtime passwd login)
+          util-linux libpam-modules libpam-runtime passwd login
+          openssh-server openssh-client)  # test_routes.py: a real sshd, and check runs sshd -T
 "$top/install/ensure-packages.sh" "${packages[@]}"
 
 # Audit lines go to syslog (authpriv); the tests read them from auth.log.

@@ -60,6 +60,14 @@ while read -r name sect; do
 done <<<"$refs"
 check "cross references resolve to installed pages ($(tr '\n' ' ' <<<"$refs"| sed 's/ $//'); dangling:${dangling:- none})" \
   "[ -n \"\$refs\" ] && [ -z '$dangling' ]"
+# Routes around the jail: the sshd drop-in where sshd includes it (and a
+# pristine copy for the .deb's postinst), the per-tenant closer on PATH.
+check "sshd drop-in installed, mode 644, denies the tenant group" \
+  "cmp -s '$root/etc/ssh/sshd_config.d/clihost-jail.conf' '$repo/install/sshd_config.d/clihost-jail.conf' && [ \"\$(stat -c %a '$root/etc/ssh/sshd_config.d/clihost-jail.conf')\" = 644 ] && grep -qx 'DenyGroups clihost-tenants' '$root/etc/ssh/sshd_config.d/clihost-jail.conf'"
+check "pristine sshd drop-in in /usr/share/clihost-jail" \
+  "cmp -s '$root/usr/share/clihost-jail/sshd_config.d/clihost-jail.conf' '$repo/install/sshd_config.d/clihost-jail.conf'"
+check "clihost-jail-close-routes installed executable" "[ -x '$root/usr/sbin/clihost-jail-close-routes' ]"
+check "the installed PAM service loads no pam_systemd" "! grep -Ev '^[[:space:]]*(#|\$)' '$root/etc/pam.d/clihost-jail' | grep -q pam_systemd"
 check "sudoers drop-in shipped as an example" "[ -f '$root/usr/share/doc/clihost-jail/examples/sudoers.d/clihost-jail' ]"
 
 # The operator edits the policy; a re-install (upgrade) must keep it.

@@ -4,7 +4,9 @@ service, a root-owned test config, and readers for the audit log.
 
 Every name the suites create starts with "ctj"; everything is removed after.
 """
+import contextlib
 import fcntl
+import glob
 import grp
 import os
 import pwd
@@ -40,7 +42,10 @@ min_uid = 1000
 max_uid = 60000
 [jail]
 allow_caller_command = true
+shell = /usr/bin/bash
 """
+# Where suites put an sshd drop-in for the test tenant group (removed after).
+TEST_SSHD_DROP_IN = "/etc/ssh/sshd_config.d/ctj-routes-test.conf"
 
 
 def sh(*args, check=True, **kw):
@@ -237,6 +242,90 @@ class Host:
                 return True
             time.sleep(0.05)
         return not self.processes_of(user)
+
+
+class HostFiles:
+    """Backs up host files (or their absence) and puts them back exactly."""
+
+    def __init__(self, paths):
+        self.saved = {}
+        for p in paths:
+            if os.path.lexists(p):
+                st = os.lstat(p)
+                with open(p, "rb") as f:
+                    self.saved[p] = (f.read(), st.st_mode, st.st_uid, st.st_gid)
+            else:
+                self.saved[p] = None
+
+    def restore(self):
+        for p, v in self.saved.items():
+            if v is None:
+                if os.path.lexists(p):
+                    os.unlink(p)
+            else:
+                data, mode, uid, gid = v
+                with open(p, "wb") as f:
+                    f.write(data)
+                os.chown(p, uid, gid)
+                os.chmod(p, mode & 0o7777)
+
+
+def write_root(path, text, mode=0o644):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chown(path, 0, 0)
+    os.chmod(path, mode)
+
+
+@contextlib.contextmanager
+def login_shell(user, shell):
+    old = pwd.getpwnam(user).pw_shell
+    sh("usermod", "-s", shell, user)
+    try:
+        yield
+    finally:
+        sh("usermod", "-s", old, user)
+
+
+@contextlib.contextmanager
+def sshd_can_report():
+    """What `sshd -T` (run by check) needs: host keys and sshd's privilege
+    separation directory, which its service makes at start. Whatever this
+    creates is removed afterwards."""
+    assert os.path.exists("/usr/sbin/sshd"), "openssh-server is part of the test host (tests/run.sh installs it)"
+    made_dir = not os.path.isdir("/run/sshd")
+    if made_dir:
+        os.makedirs("/run/sshd", mode=0o755)
+    keys_before = set(glob.glob("/etc/ssh/ssh_host_*"))
+    if not any(k.endswith("_key") for k in keys_before):
+        sh("ssh-keygen", "-A")
+    new_keys = set(glob.glob("/etc/ssh/ssh_host_*")) - keys_before
+    try:
+        yield
+    finally:
+        for k in new_keys:
+            os.unlink(k)
+        if made_dir:
+            shutil.rmtree("/run/sshd", ignore_errors=True)
+
+
+@contextlib.contextmanager
+def routes_closed(tenant):
+    """Every route around the jail closed for `tenant`, as an operator does
+    (README, "Tenants"), so that `check --user tenant` can pass: an sshd
+    drop-in for the test tenant group, cron.deny and at.deny entries, login
+    shell nologin (BASE_CONFIG sets [jail] shell). Host files restored after."""
+    files = HostFiles(["/etc/cron.deny", "/etc/at.deny", TEST_SSHD_DROP_IN])
+    try:
+        with sshd_can_report(), login_shell(tenant, "/usr/sbin/nologin"):
+            os.makedirs(os.path.dirname(TEST_SSHD_DROP_IN), exist_ok=True)
+            write_root(TEST_SSHD_DROP_IN, f"DenyGroups {TENANT_GROUP}\n")
+            for f, mode in [("/etc/cron.deny", 0o644), ("/etc/at.deny", 0o640)]:
+                old = open(f).read() if os.path.exists(f) else ""
+                write_root(f, old + ("" if old.endswith("\n") or not old else "\n") + tenant + "\n", mode)
+            yield
+    finally:
+        files.restore()
 
 
 def new_session():

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The Debian package, installed for real: cpack -G DEB from a release build,
 # dpkg -i creates the groups and the 4750 root:clihost helper (statoverride),
-# `clihost-jail check` passes for a tenant, dpkg -r keeps the conffiles,
-# dpkg -P removes them and the statoverride. Root only; restores what a
-# manual install had put at the same paths.
+# the sshd drop-in that refuses tenants is installed, `clihost-jail check`
+# passes for a tenant created as the README says (nologin, close-routes),
+# dpkg -r keeps the conffiles but removes the sshd drop-in (and a re-install
+# brings it back), dpkg -P removes them and the statoverride. Root only;
+# restores what a manual install had put at the same paths, and the host
+# files the tenant's closing touched.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "deb_package: needs root" >&2; exit 1; }
@@ -16,15 +19,17 @@ check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
 work=$(mktemp -d)
 tenant=ctjdeb$$
 # Keep whatever a manual install (quickstart) had at the package's paths.
-saved=()
-for f in usr/libexec/clihost-jail etc/clihost-jail etc/pam.d/clihost-jail; do
-  [ -e "/$f" ] && saved+=("$f")
+saved=() absent=()
+for f in usr/libexec/clihost-jail etc/clihost-jail etc/pam.d/clihost-jail etc/ssh/sshd_config.d/clihost-jail.conf \
+         etc/cron.deny etc/at.deny run/sshd; do
+  if [ -e "/$f" ]; then saved+=("$f"); else absent+=("$f"); fi
 done
 [ ${#saved[@]} -eq 0 ] || tar -C / -cpf "$work/backup.tar" "${saved[@]}"
 was_installed=$(dpkg-query -W -f='${Status}' clihost-jail 2>/dev/null | grep -c "install ok installed" || true)
 cleanup() {
   dpkg -P clihost-jail >/dev/null 2>&1 || true
   userdel -r "$tenant" >/dev/null 2>&1 || true
+  for f in "${absent[@]}"; do rm -rf "/${f:?}"; done
   [ -f "$work/backup.tar" ] && tar -C / -xpf "$work/backup.tar"
   rm -rf "$work"
 }
@@ -37,20 +42,29 @@ cmake --build "$work/build" -j"$(nproc)" >/dev/null
 (cd "$work/build" && cpack -G DEB >/dev/null)
 deb=$(ls "$work"/build/clihost-jail_*.deb)
 check "package builds" "[ -f '$deb' ]"
-check "conffiles list jail.conf and the PAM service" \
-  "dpkg-deb -I '$deb' conffiles | grep -qx /etc/clihost-jail/jail.conf && dpkg-deb -I '$deb' conffiles | grep -qx /etc/pam.d/clihost-jail"
+check "conffiles list jail.conf, the PAM service and the sshd drop-in" \
+  "dpkg-deb -I '$deb' conffiles | grep -qx /etc/clihost-jail/jail.conf && dpkg-deb -I '$deb' conffiles | grep -qx /etc/pam.d/clihost-jail && dpkg-deb -I '$deb' conffiles | grep -qx /etc/ssh/sshd_config.d/clihost-jail.conf"
 check "helper ships 4750 root:root (only root may run it before postinst)" \
   "dpkg-deb -c '$deb' | grep -E '^-rwsr-x--- root/root .* ./usr/libexec/clihost-jail/clihost-jail$' >/dev/null"
 
-rm -rf /usr/libexec/clihost-jail /etc/clihost-jail /etc/pam.d/clihost-jail
+rm -rf /usr/libexec/clihost-jail /etc/clihost-jail /etc/pam.d/clihost-jail /etc/ssh/sshd_config.d/clihost-jail.conf
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >/dev/null 2>&1 || dpkg -i "$deb" >/dev/null
 helper=/usr/libexec/clihost-jail/clihost-jail
 check "groups clihost and clihost-tenants exist" "getent group clihost >/dev/null && getent group clihost-tenants >/dev/null"
 check "helper is root:clihost 4750" "[ \"\$(stat -c '%U:%G %a' $helper)\" = 'root:clihost 4750' ]"
 check "mode is a dpkg statoverride" "dpkg-statoverride --list $helper | grep -q 'root clihost 4750'"
 check "man pages installed" "[ -f /usr/share/man/man8/clihost-jail.8 ] && [ -f /usr/share/man/man5/clihost-jail.conf.5 ]"
-useradd -m -s /bin/bash -G clihost-tenants "$tenant"
+dropin=/etc/ssh/sshd_config.d/clihost-jail.conf
+check "the sshd drop-in is installed and denies the tenant group" "grep -qx 'DenyGroups clihost-tenants' $dropin"
+# A tenant as the README creates one: nologin, cron/at/linger closed, and
+# the policy's [jail] shell on.
+useradd -m -s /usr/sbin/nologin -G clihost-tenants "$tenant"
 chmod 750 "/home/$tenant"
+check "clihost-jail-close-routes closes cron and at" \
+  "/usr/sbin/clihost-jail-close-routes $tenant && grep -qx $tenant /etc/cron.deny && grep -qx $tenant /etc/at.deny"
+sed -i -E 's|^# (shell = /usr/bin/bash)|\1|' /etc/clihost-jail/jail.conf
+# sshd -T (run by check) needs sshd's privilege separation directory.
+[ ! -x /usr/sbin/sshd ] || install -d -m 0755 /run/sshd
 check "clihost-jail check --user passes" "$helper check --user $tenant >$work/check.out 2>&1"
 grep -q "result: a jail can start" "$work/check.out" || cat "$work/check.out"
 # A jailed tmux session started by the packaged helper (tmux stands in for ttyd's pty).
@@ -66,9 +80,16 @@ dpkg -r clihost-jail >/dev/null
 check "remove deletes the helper" "[ ! -e $helper ]"
 check "remove keeps the edited config" "grep -q '# local edit' /etc/clihost-jail/jail.conf"
 check "remove keeps the PAM service" "[ -f /etc/pam.d/clihost-jail ]"
+check "remove deletes the sshd drop-in" "[ ! -e $dropin ]"
+# dpkg does not bring back a conffile deleted while the package was removed;
+# postinst does.
+dpkg -i "$deb" >/dev/null
+check "a re-install brings the sshd drop-in back" "grep -qx 'DenyGroups clihost-tenants' $dropin"
+dpkg -r clihost-jail >/dev/null
 dpkg -P clihost-jail >/dev/null
 check "purge deletes the config" "[ ! -e /etc/clihost-jail/jail.conf ]"
 check "purge deletes the PAM service" "[ ! -e /etc/pam.d/clihost-jail ]"
+check "purge leaves no sshd drop-in" "[ ! -e $dropin ]"
 check "purge drops the statoverride" "! dpkg-statoverride --list $helper >/dev/null 2>&1"
 
 echo "$pass passed, $fail failed"

@@ -45,6 +45,16 @@ seq_field() { # seq_field FIELD TENANT [--caller-uid N]
         python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$field"
 }
 
+# No per-user service manager: pam_systemd would make logind start an
+# unjailed user@UID.service for the tenant (SECURITY.md, "Routes around the
+# jail"). Only comment lines of the shipped service may name it; the control
+# shows the grep sees a module line when there is one.
+active_systemd() { grep -Ev '^[[:space:]]*(#|$)' "$1" | grep -c 'pam_systemd' || true; }
+check "no pam_systemd line in the shipped service" 0 "$(active_systemd "$service_file")"
+printf -- '-session optional pam_systemd.so\n' | cat "$service_file" - >"$confdir/with-systemd"
+check "control: a pam_systemd line would be seen" 1 "$(active_systemd "$confdir/with-systemd")"
+rm -f "$confdir/with-systemd"
+
 # pamtester (real uid 0) has no confdir option: install the file under a
 # private service name, so a clihost-jail service that is installed (or being
 # installed by another test) is never touched.

@@ -15,9 +15,11 @@ check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
 
 work=$(mktemp -d)
 saved=()
+absent=()
 for f in usr/libexec/clihost-jail etc/clihost-jail etc/pam.d/clihost-jail usr/share/man/man8/clihost-jail.8 \
-         usr/share/man/man5/clihost-jail.conf.5 usr/share/doc/clihost-jail; do
-  [ -e "/$f" ] && saved+=("$f")
+         usr/share/man/man5/clihost-jail.conf.5 usr/share/doc/clihost-jail etc/ssh/sshd_config.d/clihost-jail.conf \
+         usr/share/clihost-jail usr/sbin/clihost-jail-close-routes etc/cron.deny etc/at.deny run/sshd; do
+  if [ -e "/$f" ]; then saved+=("$f"); else absent+=("$f"); fi
 done
 [ ${#saved[@]} -eq 0 ] || tar -C / -cpf "$work/backup.tar" "${saved[@]}"
 new_users=() new_groups=()
@@ -29,6 +31,7 @@ cleanup() {
   for g in "${new_groups[@]}"; do groupdel "$g" >/dev/null 2>&1 || true; done
   rm -rf /usr/libexec/clihost-jail /etc/clihost-jail /etc/pam.d/clihost-jail /usr/share/man/man8/clihost-jail.8 \
          /usr/share/man/man5/clihost-jail.conf.5 /usr/share/doc/clihost-jail
+  for f in "${absent[@]}"; do rm -rf "/${f:?}"; done
   [ -f "$work/backup.tar" ] && tar -C / -xpf "$work/backup.tar"
   rm -rf "$work"
 }
@@ -44,6 +47,15 @@ check "quickstart.sh exits 0" "[ $rc = 0 ]"
 helper=/usr/libexec/clihost-jail/clihost-jail
 check "the helper is installed 4750 root:clihost" "[ \"\$(stat -c '%a %U:%G' $helper)\" = '4750 root:clihost' ]"
 check "check says a jail can start" "grep -q '^result: a jail can start' '$out'"
+# No route around the jail for a quickstart tenant (SECURITY.md).
+check "check says every route is closed" "grep -qx 'routes around the jail: all closed' '$out'"
+for r in sshd 'login shell' cron at linger pam_systemd forward; do
+  check "route $r is ok" "grep -q '^route $r (clihost-demo1): ok' '$out'"
+done
+check "demo tenants have nologin as login shell" \
+  "[ \"\$(getent passwd clihost-demo1 | cut -d: -f7)\" = /usr/sbin/nologin ] && [ \"\$(getent passwd clihost-demo2 | cut -d: -f7)\" = /usr/sbin/nologin ]"
+check "the policy's [jail] shell is on" "grep -qx 'shell = /usr/bin/bash' /etc/clihost-jail/jail.conf"
+check "inside: the shell is bash, not the login shell" "grep -q '^TTYD_SANDBOX=true SHELL=/usr/bin/bash' '$out'"
 check "inside: TTYD_SANDBOX=true" "grep -q '^TTYD_SANDBOX=true' '$out'"
 check "inside: the other tenant's home does not exist" \
   "grep -q \"cannot access '/home/clihost-demo2': No such file or directory\" '$out'"
@@ -51,8 +63,10 @@ check "inside: /etc is read-only" "grep -q \"cannot touch '/etc/demo': Read-only
 check "inside: ls /home shows only the tenant's own" \
   "grep -qx 'clihost-demo1' '$out' && ! grep -q 'clihost-demo2\$' <(grep -v cannot '$out')"
 # ps ax inside: the jail's pid 1 (bwrap), tmux and the shell, nothing of the host.
+# (Only ps's own lines: check's report above names sshd and cron too.)
+grep -E '^ +[0-9]+ +(pts/[0-9]+|\?) ' "$out" >"$work/ps.txt" || true
 check "inside: ps sees only the jail" \
-  "grep -Eq '^ +1 .*bwrap' '$out' && ! grep -Eq 'rsyslogd|sshd|cron|/sbin/init' '$out'"
+  "grep -Eq '^ +1 .*bwrap' '$work/ps.txt' && ! grep -Eq 'rsyslogd|sshd|cron|/sbin/init' '$work/ps.txt'"
 check "inside: runs as the tenant" "grep -q 'uid=[0-9]*(clihost-demo1)' '$out'"
 check "/etc/demo was not created on the host" "[ ! -e /etc/demo ]"
 check "the demo session was killed" \

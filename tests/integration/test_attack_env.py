@@ -20,7 +20,7 @@ import pytest
 
 from attackutil import INSIDE, MARK_C, Guard, _cc, assert_inside, assert_refusal_line, guard, has_tmux_session, \
     payloads, pid_audit, pids_named, spawn, tmux_sock, wait_until  # noqa: F401 (fixtures)
-from conftest import NON_TENANT, PROXY, new_session
+from conftest import NON_TENANT, PROXY, new_session, routes_closed
 from ptyutil import PtyProcess
 
 BASE = {"PATH": "/usr/bin:/bin"}
@@ -243,9 +243,12 @@ def test_path_cannot_substitute_bwrap_tmux_or_sh(host, alice, payloads, guard):
     r = spawn([host.bin, "kill", "--user", alice, "--session", s2], env=env)
     assert r.returncode == 1 and "has no session jail" in r.stderr, r
     assert any("action=kill" in l for l in pid_audit(host, r))
-    # check execs bwrap --version and a trial jail.
-    r = spawn([host.bin, "check", "--user", alice], env=env)
+    # check execs bwrap --version, a trial jail and sshd -T (routes_closed:
+    # so that the exit status is 0 only if all of them went well).
+    with routes_closed(alice):
+        r = spawn([host.bin, "check", "--user", alice], env=env)
     assert r.returncode == 0 and "jail trial: ok" in r.stdout, r
+    assert f"route sshd ({alice}): ok (refused by DenyGroups" in r.stdout, r
     assert pid_audit(host, r)
     guard.check()
 

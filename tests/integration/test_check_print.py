@@ -1,18 +1,21 @@
-"""check reports the host and exits 0 only when a jail can start; print shows
-the exact plan, shell-quoted, and it is what run executes."""
+"""check reports the host and exits 0 only when a jail can start and no
+route around it is open (test_routes.py); print shows the exact plan,
+shell-quoted, and it is what run executes."""
 import os
 import shlex
 import subprocess
 
-from conftest import PROXY, new_session
+from conftest import PROXY, new_session, routes_closed
 
 
 def test_check_reports_a_startable_jail(host, alice):
-    r = host.run_as(PROXY, [host.bin, "check", "--user", alice])
+    with routes_closed(alice):
+        r = host.run_as(PROXY, [host.bin, "check", "--user", alice])
     assert r.returncode == 0, r.stdout + r.stderr
     for key in ["invocation: setuid", "config:", "bwrap: /usr/bin/bwrap: ok", "bubblewrap",
                 "user namespaces: yes", "fresh procfs: yes", "host /proc hidepid=invisible:",
-                f"tenant: {alice}: ok", "pam account: ok", "jail trial: ok", "result: a jail can start"]:
+                f"tenant: {alice}: ok", "pam account: ok", "jail trial: ok", "jail shell: /usr/bin/bash: ok",
+                "routes around the jail: all closed", "result: a jail can start"]:
         assert key in r.stdout, key
 
 
@@ -32,15 +35,16 @@ def test_check_refuses_an_invalid_tenant(host):
 def test_check_fails_for_a_tenant_that_run_would_refuse_in_pam(host, alice):
     """An expired account passes the helper's own tenant checks but not PAM's
     account check: check must say so (exit 3), as run would refuse it."""
-    subprocess.run(["usermod", "-e", "1", alice], check=True)
-    try:
-        r = host.run_as(PROXY, [host.bin, "check", "--user", alice])
-        assert r.returncode == 3, r.stdout + r.stderr
-        assert "pam account: FAIL" in r.stdout and "result: a jail cannot start" in r.stdout, r.stdout
-        assert "jail trial" not in r.stdout
-    finally:
-        subprocess.run(["usermod", "-e", "", alice], check=True)
-    assert host.run_as(PROXY, [host.bin, "check", "--user", alice]).returncode == 0
+    with routes_closed(alice):
+        subprocess.run(["usermod", "-e", "1", alice], check=True)
+        try:
+            r = host.run_as(PROXY, [host.bin, "check", "--user", alice])
+            assert r.returncode == 3, r.stdout + r.stderr
+            assert "pam account: FAIL" in r.stdout and "result: a jail cannot start" in r.stdout, r.stdout
+            assert "jail trial" not in r.stdout
+        finally:
+            subprocess.run(["usermod", "-e", "", alice], check=True)
+        assert host.run_as(PROXY, [host.bin, "check", "--user", alice]).returncode == 0
 
 
 def test_check_fails_when_bwrap_cannot_even_print_its_version(host, alice):

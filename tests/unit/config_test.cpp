@@ -23,6 +23,7 @@ TEST(Config, EmptyFileGivesDesignDefaults) {
     EXPECT_EQ(d.extra_env, (std::vector<std::string>{"TERM", "LANG", "LC_ALL", "COLORTERM"}));
     EXPECT_EQ(d.pam_service, "clihost-jail");
     EXPECT_TRUE(d.pam_session);
+    EXPECT_EQ(d.shell, "");  // unset: the tenant's login shell
 }
 
 TEST(Config, DesignExampleParsesWithInlineComments) {
@@ -118,6 +119,53 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"BadUserName", "[callers]\nusers = -rf\n"},
         BadConfig{"ServiceWithSlash", "[pam]\nservice = ../shadow\n"}),
     [](const auto& tp) { return std::string(tp.param.name); });
+
+TEST(Config, ShellIsApplied) {
+    auto p = parse_config("[jail]\nshell = /usr/bin/bash\n");
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_EQ(p.value().shell, "/usr/bin/bash");
+    // Under a ro_bind given after it: the check runs on the whole file.
+    auto q = parse_config("[jail]\nshell = /opt/sh/zsh\nro_bind = /usr /opt\n");
+    ASSERT_TRUE(q.ok()) << q.error().message;
+}
+
+struct BadShell {
+    const char* name;
+    const char* text;
+    const char* reason;
+};
+class ShellRefused : public ::testing::TestWithParam<BadShell> {};
+
+TEST_P(ShellRefused, SaysWhy) {
+    auto p = parse_config(GetParam().text);
+    ASSERT_FALSE(p.ok()) << GetParam().name;
+    EXPECT_EQ(p.error().code, Exit::host);
+    EXPECT_EQ(p.error().message, GetParam().reason);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ShellRefused,
+    ::testing::Values(
+        BadShell{"Relative", "[jail]\nshell = bash\n", "config line 2: shell must be a clean absolute path"},
+        BadShell{"DotDot", "[jail]\nshell = /usr/../tmp/sh\n", "config line 2: shell must be a clean absolute path"},
+        BadShell{"Root", "[jail]\nshell = /\n", "config line 2: shell must be a clean absolute path"},
+        BadShell{"Nologin", "[jail]\nshell = /usr/sbin/nologin\n",
+                 "config line 2: shell may not be a nologin/false shell"},
+        BadShell{"False", "[jail]\nshell = /bin/false\n", "config line 2: shell may not be a nologin/false shell"},
+        BadShell{"NotBound", "[jail]\nshell = /home/alice/sh\n",
+                 "config: shell /home/alice/sh is not under a ro_bind directory"},
+        BadShell{"OnlyPrefixOfABind", "[jail]\nshell = /usrx/bash\n",
+                 "config: shell /usrx/bash is not under a ro_bind directory"},
+        BadShell{"HiddenByTmpfs", "[jail]\nshell = /usr/local/bin/sh\ntmpfs = /tmp /usr/local\n",
+                 "config: shell /usr/local/bin/sh is hidden by a tmpfs"}),
+    [](const auto& tp) { return std::string(tp.param.name); });
+
+TEST(Config, RefusingShells) {
+    for (const char* s : {"/usr/sbin/nologin", "/sbin/nologin", "/bin/false", "/usr/bin/false", "nologin"})
+        EXPECT_TRUE(is_refusing_shell(s)) << s;
+    for (const char* s : {"/bin/bash", "/usr/bin/zsh", "", "/bin/falsehood", "/usr/sbin/nologin2"})
+        EXPECT_FALSE(is_refusing_shell(s)) << s;
+}
 
 TEST(Config, PathsThatOnlyStartLikeProcAreFine) {
     auto p = parse_config("[jail]\nro_bind = /usr /processes /devices\n");

@@ -257,6 +257,40 @@ TEST(Environment, EmptyShellFallsBackToBinSh) {
     EXPECT_NE(std::find(env.begin(), env.end(), "SHELL=/bin/sh"), env.end());
 }
 
+TEST(Environment, JailShellIsShellWhateverTheLoginShell) {
+    Policy pol;
+    pol.shell = "/usr/bin/bash";
+    Account a{"alice", 1001, 1001, "/home/alice", "/usr/sbin/nologin"};
+    auto env = build_environment(pol, a, {}, {});
+    EXPECT_EQ(env[3], "SHELL=/usr/bin/bash");
+}
+
+TEST(Plan, NologinTenantWithoutJailShellIsRefusedForTmux) {
+    Tenant t = alice();
+    t.account.shell = "/usr/sbin/nologin";
+    for (JailAction a : {JailAction::serve, JailAction::attach}) {
+        auto p = build_plan(Policy{}, t, Request{a, "s", {}}, full_probe(), {}, {});
+        ASSERT_FALSE(p.ok());
+        EXPECT_EQ(p.error().code, Exit::refused);
+        EXPECT_EQ(p.error().message,
+                  "the login shell of alice is /usr/sbin/nologin and [jail] shell is not set: tmux would start it "
+                  "(set [jail] shell)");
+    }
+    // kill and list start no shell: a nologin tenant's sessions can still be ended.
+    EXPECT_TRUE(build_plan(Policy{}, t, Request{JailAction::kill_session, "s", {}}, full_probe(), {}, {}).ok());
+    EXPECT_TRUE(build_plan(Policy{}, t, Request{JailAction::list_sessions, "", {}}, full_probe(), {}, {}).ok());
+    // Control: with [jail] shell the same tenant gets tmux, with that SHELL.
+    Policy pol;
+    pol.shell = "/usr/bin/bash";
+    auto q = build_plan(pol, t, Request{JailAction::attach, "s", {}}, full_probe(), {}, {});
+    ASSERT_TRUE(q.ok()) << q.error().message;
+    auto& argv = q.value().argv;
+    auto it = std::find(argv.begin(), argv.end(), "SHELL");
+    ASSERT_NE(it, argv.end());
+    EXPECT_EQ(*(it + 1), "/usr/bin/bash");
+    EXPECT_EQ(argv.back(), "s");
+}
+
 TEST(Plan, OverlongHomeCannotHoldATmuxSocket) {
     Tenant t = alice();
     t.account.home = "/home/" + std::string(100, 'a');
