@@ -523,10 +523,13 @@ std::string dropped_output(const TenantCreds& creds, const std::vector<std::stri
     const pid_t self = ::getpid();
     const pid_t pid = ::fork();
     if (pid == 0) {
-        auto run = [&] {
-            auto a = c_strings(argv);
-            char* no_env[] = {nullptr};
-            ::execve(a[0], a.data(), no_env);
+        auto run = [&]() noexcept {
+            try {
+                auto a = c_strings(argv);
+                char* no_env[] = {nullptr};
+                ::execve(a[0], a.data(), no_env);
+            } catch (...) {
+            }
             return 127;
         };
         if (::dup2(fds[1], 1) != 1) ::_exit(127);

@@ -59,6 +59,9 @@ Status enter_tenant(const TenantCreds& who, pid_t expected_parent, int deathsig)
     if (auto st = drop_privileges(who.uid, who.gid, who.groups); !st) return st;
     if (fault::fail("dumpable") || ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
         return fail(Exit::internal, "cannot make the tenant's process not dumpable");
+    // Test builds only: hold still here, the tenant's side of every path,
+    // so a test can try to read this process's memory and environ.
+    if (fault::fail("pause_as_tenant")) ::sleep(3);
     if (::prctl(PR_SET_PDEATHSIG, deathsig, 0, 0, 0) != 0 || ::getppid() != expected_parent)
         return fail(Exit::internal, "cannot tie the jail to its parent");
     return ok_status();

@@ -7,14 +7,14 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${SANITIZE_BUILD_DIR:-/tmp/clihost-jail-asan-build}
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCLIHOST_JAIL_SANITIZE=ON \
-  -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-test/jail.conf >/dev/null
+  -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-test/jail.conf -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-test >/dev/null
 cmake --build "$build" -j"$(nproc)" --target unit_tests clihost-jail clihost-jail-faults >/dev/null
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 "$build/tests/unit_tests" --gtest_brief=1
 cd "$top/tests/integration"
 export CLIHOST_JAIL_BUILD_BIN="$build/clihost-jail" CLIHOST_JAIL_FAULTS_BIN="$build/tests/clihost-jail-faults"
-export CLIHOST_JAIL_TEST_CONFIG=/etc/clihost-jail-test/jail.conf
+export CLIHOST_JAIL_TEST_CONFIG=/etc/clihost-jail-test/jail.conf CLIHOST_JAIL_TEST_RUNTIME_DIR=/run/clihost-jail-test
 # One pytest run per suite, with fresh test users each, as ctest runs them.
 failed=()
 for suite in test_*.py; do

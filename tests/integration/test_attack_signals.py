@@ -404,6 +404,47 @@ def test_rlimit_nproc(host, alice, guard):
     guard.check()
 
 
+def test_rlimit_as(host, alice, guard):
+    """A caller's RLIMIT_AS makes allocations fail wherever they happen: in
+    the root parent, in the watcher, in bwrap's child (forked children must
+    end in _exit on every path and never unwind into the parent's code, e.g.
+    its PAM close). Each launch fails closed with one line, or runs inside;
+    PAM sessions opened are all closed, and nothing is left behind."""
+    if os.environ.get("ASAN_OPTIONS"):
+        # ASan reserves terabytes of shadow address space at start-up: no
+        # RLIMIT_AS lets it run. The plain build (ctest) runs this test.
+        pytest.skip("RLIMIT_AS cannot apply to an ASan build")
+    outcomes = {}
+    # From where the loader fails to where a jail runs (4 to 7 MiB here:
+    # the runtime's abort, then PAM failing to load its modules, then jails),
+    # in steps of 384 KiB, then plenty.
+    for kib in [*range(3 << 10, 8 << 10, 384), 512 << 10]:
+        mib = kib / 1024
+        limit = kib << 10
+        r, s = run_limited(host, alice, [(resource.RLIMIT_AS, (limit, limit))], "true")
+        if r.returncode == 127 and "error while loading shared libraries" in r.stderr:
+            outcomes[mib] = "loader"  # no helper code ran: nothing to audit
+            continue
+        if r.returncode == -signal.SIGABRT and r.stderr == "terminate called without an active exception\n":
+            # The C++ runtime cannot even allocate its emergency exception
+            # pool: it aborts (no core: RLIMIT_CORE and the setuid exec)
+            # before the helper decided or logged anything.
+            assert not pid_audit(host, r, timeout=0.5), r
+            assert_nothing_left(host, alice)
+            outcomes[mib] = "runtime"
+            continue
+        assert_refused_or_inside(host, alice, r, s)
+        helper_lines = [l for l in r.stderr.splitlines() if l.startswith("clihost-jail: ")]
+        assert len(helper_lines) <= 1, (mib, r)
+        outcomes[mib] = "inside" if "CTJ_INSIDE" in r.stdout else f"refused {r.returncode}"
+        assert_nothing_left(host, alice)
+    # The probe reached both ends: a launch that ran, and one refused by the
+    # helper's own code (not only by the loader).
+    assert outcomes[512] == "inside", outcomes
+    assert any(o.startswith("refused") for o in outcomes.values()), outcomes
+    guard.check()
+
+
 def test_rlimit_fsize_zero(host, alice, guard):
     r, s = run_limited(host, alice, [(resource.RLIMIT_FSIZE, (0, 0))], "echo x > ~/ctj-fsize; echo wrote=$?",
                        pipes=True)

@@ -1,0 +1,164 @@
+"""Every process that becomes the tenant does so through one entry point
+(run_as_tenant): dropped and verified, then not dumpable, before anything
+else. Until it execs, such a process still holds the helper's memory and its
+/proc/PID/environ still shows the caller's original environment (clearenv()
+does not erase it): with fs.suid_dumpable = 1 a dumpable one would hand the
+tenant the caller's secrets. (Issue: the probe child, check's children, kill
+and the session = false exec path were dumpable.)
+
+The fault-injection build holds each tenant-side process still for a moment
+right after that point (CLIHOST_JAIL_FAULT=pause_as_tenant), so the test can
+try to read it as the tenant, on every path."""
+import os
+import pwd
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import new_session
+from ptyutil import PtyProcess
+
+FAULTS_BIN = os.environ.get("CLIHOST_JAIL_FAULTS_BIN",
+                            os.path.join(os.path.dirname(os.environ.get("CLIHOST_JAIL_BUILD_BIN", "")),
+                                         "tests", "clihost-jail-faults"))
+SECRET = "CTJ_PROXY_SECRET=ctj-must-not-leak-42"
+
+
+@pytest.fixture(scope="module")
+def faults_bin(host):
+    assert os.path.exists(FAULTS_BIN), FAULTS_BIN
+    path = os.path.join(host.prefix, "clihost-jail-faults-dump")
+    shutil.copy(FAULTS_BIN, path)
+    os.chmod(path, 0o755)
+    return path
+
+
+@pytest.fixture(scope="module")
+def suid_dumpable():
+    # 1: the kernel's most permissive setting, where only the process's own
+    # PR_SET_DUMPABLE protects it after a credential change.
+    path = "/proc/sys/fs/suid_dumpable"
+    old = open(path).read().strip()
+    with open(path, "w") as f:
+        f.write("1")
+    yield
+    with open(path, "w") as f:
+        f.write(old)
+
+
+def tenant_side(binary, uid):
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/exe") != binary:
+                continue
+            with open(f"/proc/{pid}/status") as f:
+                uids = next(l for l in f if l.startswith("Uid:")).split()
+        except (OSError, StopIteration):
+            continue
+        if int(uids[1]) == uid:
+            out.append(int(pid))
+    return out
+
+
+def read_as(host, tenant, path):
+    return host.run_as(tenant, ["/usr/bin/python3", "-c",
+                                f"import sys; sys.stdout.write(open({path!r}, 'rb').read().decode(errors='replace'))"])
+
+
+def probe_while_paused(host, tenant, binary, start):
+    """Starts a helper run (start() returns the process), waits for a
+    tenant-side helper process, and reads its environ and mem as the tenant."""
+    uid = pwd.getpwnam(tenant).pw_uid
+    proc = start()
+    try:
+        deadline = time.time() + 15
+        seen = []
+        while time.time() < deadline and not seen:
+            seen = tenant_side(binary, uid)
+            time.sleep(0.02)
+        assert seen, "no tenant-side process of the helper showed up"
+        results = {}
+        for pid in seen:
+            env = read_as(host, tenant, f"/proc/{pid}/environ")
+            results[pid] = (env.returncode, "PermissionError" in env.stderr, SECRET in env.stdout)
+        return results
+    finally:
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def env_with_secret():
+    return {"PATH": "/usr/bin:/bin", "CLIHOST_JAIL_FAULT": "pause_as_tenant", SECRET.split("=")[0]: SECRET.split("=")[1]}
+
+
+def run_faults(host, faults_bin, args, config=None):
+    env = env_with_secret()
+    if config:
+        env["CLIHOST_JAIL_CONFIG"] = config
+    return lambda: subprocess.Popen([faults_bin, *args], env=env, cwd="/", stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def assert_unreadable(results):
+    for pid, (rc, denied, leaked) in results.items():
+        assert rc != 0 and denied and not leaked, (pid, results)
+
+
+def test_probe_reads_a_dumpable_tenant_process(host, alice, suid_dumpable):
+    # Positive control: the same read of a plain process of the tenant with
+    # the secret in its environment works, so a refusal above means something.
+    pw = pwd.getpwnam(alice)
+
+    def as_alice():
+        os.setgid(pw.pw_gid)
+        os.setuid(pw.pw_uid)
+
+    p = subprocess.Popen(["sleep", "30"], env={SECRET.split("=")[0]: SECRET.split("=")[1]}, preexec_fn=as_alice)
+    try:
+        time.sleep(0.2)
+        r = read_as(host, alice, f"/proc/{p.pid}/environ")
+        assert r.returncode == 0 and SECRET in r.stdout, r
+    finally:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("path", ["check", "one-off", "one-off session=false", "probe child",
+                                  "session jail watcher", "attach", "kill"])
+def test_every_tenant_side_process_is_not_dumpable(host, alice, faults_bin, suid_dumpable, path):
+    s = new_session()
+    cmd = ["run", "--user", alice, "--session", s, "--", "/bin/true"]
+    terms = []
+    try:
+        if path == "check":
+            start = run_faults(host, faults_bin, ["check", "--user", alice])
+        elif path == "one-off":
+            start = run_faults(host, faults_bin, cmd)
+        elif path == "one-off session=false":
+            start = run_faults(host, faults_bin, cmd, host.config_variant({"pam": "session = false"}))
+        elif path == "probe child":
+            start = run_faults(host, faults_bin, cmd, host.config_variant({"jail": "proc = private-or-hidepid"}))
+        elif path == "session jail watcher":
+            start = run_faults(host, faults_bin, ["run", "--user", alice, "--session", s])
+        else:
+            # A session jail running (the plain build), then the faults build's
+            # client jail: attach (exec'd in place) or kill.
+            t = PtyProcess([host.bin, "run", "--user", alice, "--session", s])
+            terms.append(t)
+            t.write("echo UP_$((6*7))\r")
+            assert t.wait_for("UP_42", 15), t.output()
+            verb = ["run", "--user", alice, "--session", s] if path == "attach" else \
+                ["kill", "--user", alice, "--session", s]
+            start = run_faults(host, faults_bin, verb)
+        assert_unreadable(probe_while_paused(host, alice, faults_bin, start))
+    finally:
+        for t in terms:
+            t.close()
+        host.stop_all()
+        assert host.wait_gone(alice, 15), host.processes_of(alice)
