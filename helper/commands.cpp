@@ -13,6 +13,7 @@
 #include "config_file.hpp"
 #include "launch.hpp"
 #include "log.hpp"
+#include "nested_check.hpp"
 #include "pam_session.hpp"
 #include "plan.hpp"
 #include "privdrop.hpp"
@@ -107,7 +108,8 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
                       (plan.value().trial_in_child ? " (a fresh procfs, proven before exec)" : "") +
                       (p.loaded.policy.pam_session ? ", PAM session " + p.loaded.policy.pam_service +
                                                          " (its pam_env variables are added at launch)"
-                                                   : ", no PAM session") + "\n";
+                                                   : ", no PAM session") +
+                      ", nested sandbox " + (p.loaded.policy.nested_sandbox ? "allowed" : "not allowed") + "\n";
     for (const auto& w : plan.value().warnings) out += "# warning: " + w + "\n";
     out += "env -i";
     for (const auto& e : plan.value().env) out += " " + shell_quote(e);
@@ -182,9 +184,9 @@ std::string dropped_output(uid_t uid, gid_t gid, const std::vector<std::string>&
     return (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? out : std::string();
 }
 
-// A real jail running /bin/true as the tenant, without a PAM session.
-bool trial_jail(const Prepared& p) {
-    const Request req{Verb::run, "check", {"/bin/true"}};
+// A real jail running command (our own, fixed) as the tenant, without a PAM session.
+bool trial_jail(const Prepared& p, const std::vector<std::string>& command) {
+    const Request req{Verb::run, "check", command};
     Policy policy = p.loaded.policy;
     policy.allow_caller_command = true;  // our own fixed command, not the caller's
     auto plan = build_plan(policy, *p.tenant, req, p.probe, {}, {});
@@ -232,6 +234,7 @@ int do_check(const Prepared& p, const StartState& start) {
     line("fresh procfs", p.probe.fresh_proc ? "yes" : "no (" + p.probe.trial_detail + ")");
     line("host /proc hidepid=invisible", p.probe.host_proc_hidepid ? "yes" : "no");
     line("proc mode", std::string(proc_mode_name(policy.proc)));
+    line("nested sandbox", nested_sandbox_summary(policy));
     if (!policy.pam_session) line("pam", "no session");
     else if (auto st = check_pam_service(policy); !st) problem("pam", st.error().message);
     else line("pam", "session via /etc/pam.d/" + policy.pam_service);
@@ -246,8 +249,13 @@ int do_check(const Prepared& p, const StartState& start) {
         }
         auto plan = build_plan(policy, *p.tenant, Request{Verb::run, "check", {}}, p.probe, start.caller_env, {});
         if (!plan) problem("plan", plan.error().message);
-        else if (can_start && !trial_jail(p)) problem("jail trial", "bwrap could not start /bin/true in the jail");
+        else if (can_start && !trial_jail(p, {"/bin/true"}))
+            problem("jail trial", "bwrap could not start /bin/true in the jail");
         else if (can_start) line("jail trial", "ok (/bin/true ran in the jail as " + p.tenant->account.name + ")");
+        if (can_start && policy.nested_sandbox && !trial_jail(p, nested_trial_command(policy)))
+            problem("nested sandbox trial", "an inner bwrap could not run /bin/true in the jail");
+        else if (can_start && policy.nested_sandbox)
+            line("nested sandbox trial", "ok (an inner bwrap ran /bin/true in its own namespaces in the jail)");
     } else {
         if (!p.probe.user_namespaces) problem("namespaces", "a jail needs unprivileged user namespaces");
         if (policy.proc == ProcMode::private_only && !p.probe.fresh_proc)

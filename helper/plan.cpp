@@ -82,16 +82,19 @@ std::vector<std::string> build_bwrap_argv(const Policy& policy, const Account& t
     std::vector<std::string> a{policy.bwrap,
                                // A new user namespace makes bwrap run unprivileged; new pid and
                                // ipc namespaces hide other tenants' processes and SysV/POSIX IPC.
-                               "--unshare-user", "--unshare-pid", "--unshare-ipc",
-                               // No nested user namespaces: they add kernel attack surface and
-                               // would let a tenant become "root" over its own mounts.
-                               "--disable-userns",
-                               // Nothing of the jail outlives the helper that started it.
-                               "--die-with-parent",
-                               // No TIOCSTI/TIOCLINUX into the caller's terminal (seccomp_filter.hpp).
-                               "--seccomp", std::to_string(kSeccompFd),
-                               // The jail's environment is exactly ours, whatever bwrap inherits.
-                               "--clearenv"};
+                               "--unshare-user", "--unshare-pid", "--unshare-ipc"};
+    // No nested user namespaces unless the operator allows them for the
+    // tenants' own sandboxes: each one hands the tenant "root" over new
+    // namespaces and reaches kernel code (netfilter, mount, fs contexts) that
+    // has had privilege-escalation bugs (CVE-2022-0185, CVE-2023-32233).
+    if (!policy.nested_sandbox) a.emplace_back("--disable-userns");
+    a.insert(a.end(), {// Nothing of the jail outlives the helper that started it.
+                       "--die-with-parent",
+                       // No TIOCSTI/TIOCLINUX into the caller's terminal (seccomp_filter.hpp);
+                       // kept with nested_sandbox: filters are inherited by every inner sandbox.
+                       "--seccomp", std::to_string(kSeccompFd),
+                       // The jail's environment is exactly ours, whatever bwrap inherits.
+                       "--clearenv"});
     for (const auto& kv : env) {
         const auto eq = kv.find('=');
         a.insert(a.end(), {"--setenv", kv.substr(0, eq), kv.substr(eq + 1)});

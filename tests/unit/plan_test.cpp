@@ -55,6 +55,19 @@ TEST(Plan, PrivateProcArgvIsExact) {
     EXPECT_TRUE(p.value().warnings.empty());
 }
 
+// nested_sandbox = true removes exactly --disable-userns: the seccomp
+// program, the pid/ipc/user namespaces and every bind stay as they are.
+TEST(Plan, NestedSandboxDropsOnlyDisableUserns) {
+    Policy pol;
+    pol.nested_sandbox = true;
+    auto p = plan_with(pol, full_probe());
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    auto want = expected_argv({"--proc", "/proc"});
+    want.erase(std::find(want.begin(), want.end(), "--disable-userns"));
+    EXPECT_EQ(p.value().argv, want);
+    EXPECT_EQ(std::count(p.value().argv.begin(), p.value().argv.end(), "--disable-userns"), 0);
+}
+
 TEST(Plan, PrivateProcWithADeferredTrialIsProvenInTheChild) {
     HostProbe probe = full_probe();
     probe.user_namespaces = probe.fresh_proc = false;
