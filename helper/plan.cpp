@@ -154,6 +154,11 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
             break;
     }
     plan.proc_source = private_proc ? "private" : "host";
+    // An inner bwrap writes its uid_map under /proc/self and mounts a procfs
+    // of its own: neither works over the host's /proc bound read-only.
+    if (policy.nested_sandbox && !private_proc)
+        plan.warnings.emplace_back("nested_sandbox = true but /proc is the host's (read-only): inner sandboxes "
+                                   "cannot start");
     plan.env = build_environment(policy, t, caller_env, pam_env);
     const auto command = request.command.empty() ? tmux_command(t, request.verb, request.session) : request.command;
     plan.argv = build_bwrap_argv(policy, t, probe, plan.env, private_proc, command);

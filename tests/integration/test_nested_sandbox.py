@@ -379,6 +379,22 @@ def test_print_shows_the_setting_and_the_argv(host, alice, nested_on, nested_off
     assert on_argv == off_argv  # nothing else of the jail changes
 
 
+def test_nested_over_the_host_proc_warns_and_inner_bwrap_cannot_start(host, alice):
+    """proc = inherit binds the host's /proc read-only: an inner bwrap cannot
+    write its uid_map there. print and the audit log say so; the warning is
+    true (the inner bwrap fails with exactly that reason)."""
+    conf = host.config_variant({"jail": "nested_sandbox = true\nproc = inherit"})
+    warning = "nested_sandbox = true but /proc is the host's (read-only): inner sandboxes cannot start"
+    p = host.run_root([host.bin, "print", "--user", alice, "--session", "s"], config=conf)
+    assert f"# warning: {warning}\n" in p.stdout, p.stdout
+    s = new_session()
+    r = host.run_root(host.jail(alice, "exec 2>&1; bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev "
+                                       "-- /bin/true; echo EXIT=$?", session=s), config=conf)
+    assert r.stdout.splitlines() == ["bwrap: setting up uid map: Read-only file system", "EXIT=1"], r.stdout
+    assert any("decision=warn" in l and warning in l for l in host.audit_lines(f"session={s}", want=3)), \
+        host.audit_lines(f"session={s}")
+
+
 # --- real agents' sandboxes -------------------------------------------------------
 
 def _npm_install(name, version):

@@ -68,6 +68,22 @@ TEST(Plan, NestedSandboxDropsOnlyDisableUserns) {
     EXPECT_EQ(std::count(p.value().argv.begin(), p.value().argv.end(), "--disable-userns"), 0);
 }
 
+// Over a read-only host /proc an inner bwrap cannot write its uid_map: the
+// operator is told on every launch instead of finding out from a tenant.
+TEST(Plan, NestedSandboxOverTheHostProcWarns) {
+    Policy pol;
+    pol.nested_sandbox = true;
+    pol.proc = ProcMode::inherit;
+    auto p = plan_with(pol, full_probe());
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_EQ(p.value().warnings,
+              (std::vector<std::string>{"proc = inherit: the jail sees the host /proc",
+                                        "nested_sandbox = true but /proc is the host's (read-only): inner "
+                                        "sandboxes cannot start"}));
+    pol.proc = ProcMode::private_only;
+    EXPECT_TRUE(plan_with(pol, full_probe()).value().warnings.empty());
+}
+
 TEST(Plan, PrivateProcWithADeferredTrialIsProvenInTheChild) {
     HostProbe probe = full_probe();
     probe.user_namespaces = probe.fresh_proc = false;
