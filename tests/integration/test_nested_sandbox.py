@@ -279,7 +279,9 @@ def test_root_in_a_nested_namespace_reaches_nothing_outside_the_jail(host, alice
     still cannot read another home, /root or shadow, write /etc or /usr,
     chown a system file or change a sysctl. Mounting over /etc in its own
     mount namespace works (the control showing the namespace is real) and
-    changes nothing outside."""
+    changes nothing outside; the jail's read-only binds cannot be remounted
+    writable nor unmounted there (the kernel locks mounts inherited by a less
+    privileged namespace)."""
     mark = f"ctj-nested-{uuid.uuid4().hex[:8]}"
     r = jail(host, alice, f"""
 unshare -r sh -c '
@@ -293,6 +295,10 @@ unshare -r sh -c '
   echo x > /proc/sys/kernel/core_pattern 2>/dev/null && echo LEAK sysctl
   echo h > /proc/sysrq-trigger 2>/dev/null && echo LEAK sysrq
   unshare -m sh -c "mount -t tmpfs x /etc && touch /etc/{mark} && echo MOUNTED-PRIVATE-ETC"
+  unshare -m sh -c "mount -t tmpfs x /tmp && mount -o remount,bind,ro /tmp && mount -o remount,bind,rw /tmp && echo REMOUNT-OWN-OK"
+  unshare -m sh -c "mount -o remount,bind,rw /usr 2>/dev/null && touch /usr/{mark} && echo LEAK remount-rw"
+  unshare -m sh -c "umount -l /etc 2>/dev/null && echo LEAK umount-etc; ls /etc/{mark} 2>/dev/null && echo LEAK etc"
+  unshare -m sh -c "mount --bind / /tmp 2>/dev/null && ls /tmp/root /tmp/home 2>/dev/null | grep -q {host.home(bob).split('/')[-1]} && echo LEAK bob-via-bind"
   true
 '
 echo "UNSHARE rc=$?"
@@ -301,6 +307,8 @@ echo "UNSHARE rc=$?"
     caps = out.split("NESTED uid=0 caps=")[1].split()[0]
     assert int(caps, 16) != 0, out  # full capabilities, over its own namespaces only
     assert "MOUNTED-PRIVATE-ETC" in out and "UNSHARE rc=0" in out, out
+    # Control for the remount probe: the same remounts work on its own mount.
+    assert "REMOUNT-OWN-OK" in out, out
     assert "LEAK" not in out, out
     for d in ["/etc", "/usr", "/root", "/tmp"]:
         assert not os.path.exists(os.path.join(d, mark))
