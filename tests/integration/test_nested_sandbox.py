@@ -455,7 +455,7 @@ def srt_settings(host, tenant, ws):
     os.chown(path, pw.pw_uid, pw.pw_gid)
 
 
-def real_agent_line(agents, agent, ws, script):
+def real_agent_line(agents, agent, script):
     if agent == "srt":
         return f"{agents['srt']} -c {shlex.quote(script)}"
     # `codex sandbox [COMMAND]...` (0.171.0): the Linux sandbox, no model call.
@@ -466,7 +466,7 @@ def real_agent_line(agents, agent, ws, script):
 def test_real_agent_sandbox_works_with_nested_on(host, alice, nested_on, listener, workspace, agents, agent):
     ws = workspace
     srt_settings(host, alice, ws)
-    line = real_agent_line(agents, agent, ws, probe(ws, listener) +
+    line = real_agent_line(agents, agent, probe(ws, listener) +
                            "grep -E '^(NoNewPrivs|Seccomp_filters)' /proc/self/status\n")
     r = jail(host, alice, f"cd {ws}\n{control(ws, listener)}"
                           f"grep -E '^Seccomp_filters' /proc/self/status | sed 's/^/JAIL-/'\n"
@@ -487,7 +487,7 @@ def test_real_agent_sandbox_works_with_nested_on(host, alice, nested_on, listene
 def test_real_agent_sandbox_is_refused_with_nested_off(host, alice, nested_off, listener, workspace, agents, agent):
     ws = workspace
     srt_settings(host, alice, ws)
-    line = real_agent_line(agents, agent, ws, probe(ws, listener))
+    line = real_agent_line(agents, agent, probe(ws, listener))
     r = jail(host, alice, f"cd {ws}\n{line}\necho AGENT-EXIT=$?\n", nested_off, timeout=120)
     # Both agents pass their bwrap's failure through unchanged and exit 1:
     # nothing of the command ran, and no fallback ran it unsandboxed.
