@@ -11,6 +11,7 @@
 #include "config_file.hpp"
 #include "launch.hpp"
 #include "log.hpp"
+#include "nested_check.hpp"
 #include "pam_session.hpp"
 #include "plan.hpp"
 #include "probe.hpp"
@@ -139,7 +140,7 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
                     : req.action == JailAction::attach && p.policy().pam_session
                           ? ", PAM account check " + p.policy().pam_service
                           : ", no PAM session") +
-               "\n";
+               ", nested sandbox " + (pl.nested_sandbox ? "allowed" : "not allowed") + "\n";
         for (const auto& w : pl.warnings) out += "# warning: " + w + "\n";
         out += render(pl);
     }
@@ -265,11 +266,11 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
     return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
 }
 
-// A real jail running /bin/true as the tenant, without a PAM session.
-bool trial_jail(const Prepared& p) {
+// A real jail running command (our own, fixed) as the tenant, without a PAM session.
+bool trial_jail(const Prepared& p, const std::vector<std::string>& command) {
     Policy policy = p.policy();
     policy.allow_caller_command = true;  // our own fixed command, not the caller's
-    auto plan = build_plan(policy, *p.tenant, {JailAction::command, "check", {"/bin/true"}}, p.probe, {}, {});
+    auto plan = build_plan(policy, *p.tenant, {JailAction::command, "check", command}, p.probe, {}, {});
     return plan && capture_jail(plan.value(), 0).status == 0;
 }
 
@@ -301,6 +302,7 @@ int do_check(const Prepared& p, const StartState& start) {
     line("fresh procfs", p.probe.fresh_proc ? "yes" : "no (" + p.probe.trial_detail + ")");
     line("host /proc hidepid=invisible", p.probe.host_proc_hidepid ? "yes" : "no");
     line("proc mode", std::string(proc_mode_name(policy.proc)));
+    line("nested sandbox", nested_sandbox_summary(policy));
     if (!policy.pam_session) line("pam", "no session");
     else if (auto st = check_pam_service(policy.pam_service); !st) problem("pam", st.error().message);
     else line("pam", "session via /etc/pam.d/" + policy.pam_service);
@@ -319,8 +321,13 @@ int do_check(const Prepared& p, const StartState& start) {
         line("session jail", jail ? "running (supervisor " + std::to_string(jail->pid) + ")" : "not running");
         auto plan = build_plan(policy, *p.tenant, {JailAction::serve, "", {}}, p.probe, start.caller_env, {});
         if (!plan) problem("plan", plan.error().message);
-        else if (can_start && !trial_jail(p)) problem("jail trial", "bwrap could not start /bin/true in the jail");
+        else if (can_start && !trial_jail(p, {"/bin/true"}))
+            problem("jail trial", "bwrap could not start /bin/true in the jail");
         else if (can_start) line("jail trial", "ok (/bin/true ran in the jail as " + p.tenant->account.name + ")");
+        if (can_start && policy.nested_sandbox && !trial_jail(p, nested_trial_command(policy)))
+            problem("nested sandbox trial", "an inner bwrap could not run /bin/true in the jail");
+        else if (can_start && policy.nested_sandbox)
+            line("nested sandbox trial", "ok (an inner bwrap ran /bin/true in its own namespaces in the jail)");
     } else if (auto proc = decide_proc(policy.proc, p.probe); !proc) {
         problem("proc", proc.error().message);
     } else {

@@ -138,6 +138,7 @@ Result<Unit> apply(Policy& p, std::string_view section, std::string_view key, st
             return ok_status();
         }
         if (key == "allow_caller_command") return set_bool(p.allow_caller_command);
+        if (key == "nested_sandbox") return set_bool(p.nested_sandbox);
         if (key == "extra_env") return set_list(parse_env_names(v), p.extra_env);
     } else if (section == "pam") {
         if (key == "service") {

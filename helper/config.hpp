@@ -31,6 +31,10 @@ struct Policy {
                                      "/lib64", "/etc", "/opt", "/var/lib"};
     std::vector<std::string> tmpfs{"/tmp", "/var/tmp", "/run"};
     bool allow_caller_command{false};
+    // true: no --disable-userns, so the tenant's own tools (AI coding agents'
+    // bubblewrap sandboxes) can create nested user namespaces. More kernel
+    // surface (SECURITY.md, "Nested sandboxes"), hence off by default.
+    bool nested_sandbox{false};
     std::vector<std::string> extra_env{"TERM", "LANG", "LC_ALL", "COLORTERM"};
     // The shell tmux starts inside the jail (it becomes SHELL, which tmux's
     // default-shell follows). Empty: the tenant's login shell. Setting it

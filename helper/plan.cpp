@@ -129,9 +129,11 @@ std::vector<std::string> render_bwrap_argv(const Plan& plan) {
     // A client jail reaches the session jail through the socket's path
     // (path sockets do not depend on the network namespace) and nothing else.
     if (!plan.network) a.emplace_back("--unshare-net");
-    // No nested user namespaces: they add kernel attack surface and would let
-    // a tenant become "root" over its own mounts.
-    a.emplace_back("--disable-userns");
+    // No nested user namespaces unless the operator allows them for the
+    // tenants' own sandboxes: each one hands the tenant "root" over new
+    // namespaces and reaches kernel code (netfilter, mount, fs contexts) that
+    // has had privilege-escalation bugs (CVE-2022-0185, CVE-2023-32233).
+    if (!plan.nested_sandbox) a.emplace_back("--disable-userns");
     // Nothing of the jail outlives the process that started it (the session
     // jail's watcher, or the connection's helper process).
     a.emplace_back("--die-with-parent");
@@ -139,7 +141,8 @@ std::vector<std::string> render_bwrap_argv(const Plan& plan) {
     // or session: nothing a connection does reaches it as a signal.
     if (plan.own_session) a.emplace_back("--new-session");
     if (plan.reports_status) a.insert(a.end(), {"--json-status-fd", std::to_string(kStatusFd)});
-    // No TIOCSTI/TIOCLINUX into the caller's terminal (seccomp_filter.hpp).
+    // No TIOCSTI/TIOCLINUX into the caller's terminal (seccomp_filter.hpp);
+    // kept with nested_sandbox: filters are inherited by every inner sandbox.
     a.insert(a.end(), {"--seccomp", std::to_string(kSeccompFd)});
     // The jail's environment is exactly ours, whatever bwrap inherits.
     a.emplace_back("--clearenv");
@@ -211,6 +214,9 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     plan.bwrap = policy.bwrap;
     plan.network = !is_client_action(request.action);
     plan.own_session = request.action == JailAction::serve;
+    // The tenants' own sandboxes run where their work runs, never in a
+    // client jail (a tmux client needs none).
+    plan.nested_sandbox = policy.nested_sandbox && !is_client_action(request.action);
     plan.reports_status = request.action == JailAction::command;
     plan.socket_dir = tmux_socket_dir(t);
     if (plan.socket_dir.size() + std::string_view("/clihost.sock").size() > kMaxSocketPath)
@@ -219,6 +225,11 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     plan.proc_source = proc.value().source();
     plan.trial_in_child = proc.value().prove_before_exec;
     plan.warnings = proc.value().warnings;
+    // An inner bwrap writes its uid_map under /proc/self and mounts a procfs
+    // of its own: neither works over the host's /proc bound read-only.
+    if (plan.nested_sandbox && !proc.value().private_proc)
+        plan.warnings.emplace_back("nested_sandbox = true but /proc is the host's (read-only): inner sandboxes "
+                                   "cannot start");
     plan.env = build_environment(policy, t, caller_env, pam_env);
     plan.command =
         request.action == JailAction::command ? request.command : tmux_command(t, request.action, request.session);

@@ -62,6 +62,7 @@ struct Plan {
     std::string bwrap;                  // absolute path, exec'd without PATH lookup
     bool network{true};                 // false: no network at all (--unshare-net)
     bool own_session{false};            // a session of its own (--new-session)
+    bool nested_sandbox{false};         // may create user namespaces (no --disable-userns)
     bool reports_status{false};         // --json-status-fd kStatusFd (one-off jails)
     std::vector<Mount> mounts;          // after --dev and before the home's bind
     std::vector<std::string> command;   // what runs in the jail

@@ -67,6 +67,7 @@ Policy make_policy(FuzzedDataProvider& in) {
     if (in.ConsumeBool()) p.ro_bind = bindable_paths(in);
     if (in.ConsumeBool()) p.tmpfs = bindable_paths(in);
     p.allow_caller_command = in.ConsumeBool();
+    p.nested_sandbox = in.ConsumeBool();
     // Only the syntax check is applied to extra_env: reserved names (PATH,
     // LD_*, TTYD_SANDBOX) are kept so build_environment's own refusal is tested.
     if (in.ConsumeBool()) {
@@ -181,6 +182,10 @@ void check_argv(const Plan& plan, const Policy& policy, const Tenant& tenant, co
     check(std::count_if(ops.begin(), ops.end(), [](const Op& o) {
               return o.name == "--seccomp" && o.args[0] == std::to_string(kSeccompFd);
           }) == 1);
+
+    // Nested user namespaces are closed exactly when the operator did not open them.
+    check(std::count_if(ops.begin(), ops.end(), [](const Op& o) { return o.name == "--disable-userns"; }) ==
+          (policy.nested_sandbox ? 0 : 1));
 
     // --clearenv once, before every --setenv; the --setenv list is plan.env in order.
     const auto clear = std::find_if(ops.begin(), ops.end(), [](const Op& o) { return o.name == "--clearenv"; });

@@ -68,7 +68,7 @@ check "clihost-jail.8 documents commands, modes, environment, exit codes" "" "$m
 text5=$(man -l "$mandir/jail.conf.5" 2>/dev/null)
 missing=""
 for w in '[callers]' users groups '[tenants]' group min_uid max_uid '[jail]' bwrap proc ro_bind tmpfs \
-         allow_caller_command extra_env '[pam]' service session private-or-hidepid inherit; do
+         allow_caller_command nested_sandbox extra_env '[pam]' service session private-or-hidepid inherit; do
     grep -qF -- "$w" <<<"$text5" || missing+=" $w"
 done
 check "jail.conf.5 documents every key" "" "$missing"

@@ -1,11 +1,30 @@
 """What a tenant sees inside the jail: only its own home, a read-only system,
-a private /proc, a clean environment with TTYD_SANDBOX=true."""
+a private /proc, a clean environment with TTYD_SANDBOX=true.
+
+Every test runs twice: under the default policy, through the proxy, and with
+[jail] nested_sandbox = true (root caller, the only one that may name a
+config), which must loosen none of it."""
 import os
+
+import pytest
 
 from conftest import PROXY, TENANTS
 
+_policy = {}
+
+
+@pytest.fixture(autouse=True, params=["default", "nested_sandbox"])
+def policy(request, host):
+    """Which policy jail_sh runs the jail under, for the test at hand."""
+    _policy["config"] = (host.config_variant({"jail": "nested_sandbox = true"})
+                         if request.param == "nested_sandbox" else None)
+    yield request.param
+    _policy.clear()
+
 
 def jail_sh(host, tenant, script, env=None):
+    if _policy.get("config"):
+        return host.run_root(host.jail(tenant, script), env=env, config=_policy["config"])
     r = host.run_as(PROXY, host.jail(tenant, script), env=env)
     return r
 
@@ -93,3 +112,14 @@ def test_tenants_are_in_separate_pid_and_user_namespaces(host, alice):
     outside = [os.readlink(f"/proc/self/ns/{n}") for n in ("pid", "user", "ipc")]
     assert len(inside) == 3
     assert all(i != o for i, o in zip(inside, outside))
+
+
+def test_the_policy_under_test_is_in_force(host, alice, policy):
+    """Control for the parametrization: the nested_sandbox run really allows
+    nested user namespaces and the default really refuses them, so the tests
+    above ran under both policies."""
+    r = jail_sh(host, alice, "unshare -U -r id -u 2>&1; true")
+    if policy == "nested_sandbox":
+        assert r.stdout == "0\n", r.stdout
+    else:
+        assert r.stdout == "unshare: unshare failed: No space left on device\n", r.stdout

@@ -20,6 +20,7 @@ TEST(Config, EmptyFileGivesDesignDefaults) {
                                                    "/opt", "/var/lib"}));
     EXPECT_EQ(d.tmpfs, (std::vector<std::string>{"/tmp", "/var/tmp", "/run"}));
     EXPECT_FALSE(d.allow_caller_command);
+    EXPECT_FALSE(d.nested_sandbox);  // nested user namespaces only when the operator asks
     EXPECT_EQ(d.extra_env, (std::vector<std::string>{"TERM", "LANG", "LC_ALL", "COLORTERM"}));
     EXPECT_EQ(d.pam_service, "clihost-jail");
     EXPECT_TRUE(d.pam_session);
@@ -54,7 +55,8 @@ TEST(Config, EveryKeyIsApplied) {
     auto p = parse_config(
         "[callers]\nusers = proxy, web\ngroups =\n[tenants]\ngroup = t\nmin_uid = 5000\nmax_uid = 6000\n"
         "[jail]\nbwrap = /opt/bw/bwrap\nproc = private-or-hidepid\nro_bind = /usr\ntmpfs = /tmp\n"
-        "allow_caller_command = true\nextra_env = TERM\n[pam]\nservice = other\nsession = false\n");
+        "allow_caller_command = true\nnested_sandbox = true\nextra_env = TERM\n[pam]\nservice = other\n"
+        "session = false\n");
     ASSERT_TRUE(p.ok()) << p.error().message;
     const Policy& v = p.value();
     EXPECT_EQ(v.caller_users, (std::vector<std::string>{"proxy", "web"}));
@@ -66,9 +68,11 @@ TEST(Config, EveryKeyIsApplied) {
     EXPECT_EQ(v.proc, ProcMode::private_or_hidepid);
     EXPECT_EQ(v.ro_bind, std::vector<std::string>{"/usr"});
     EXPECT_TRUE(v.allow_caller_command);
+    EXPECT_TRUE(v.nested_sandbox);
     EXPECT_EQ(v.pam_service, "other");
     EXPECT_FALSE(v.pam_session);
     EXPECT_EQ(parse_config("[jail]\nproc = inherit\n").value().proc, ProcMode::inherit);
+    EXPECT_FALSE(parse_config("[jail]\nnested_sandbox = false\n").value().nested_sandbox);
 }
 
 struct BadConfig {
@@ -105,6 +109,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"DevBind", "[jail]\nro_bind = /dev\n"},
         BadConfig{"ProcTmpfs", "[jail]\ntmpfs = /proc\n"},
         BadConfig{"BadBool", "[jail]\nallow_caller_command = yes\n"},
+        BadConfig{"NestedSandboxNotABool", "[jail]\nnested_sandbox = on\n"},
+        BadConfig{"NestedSandboxEmpty", "[jail]\nnested_sandbox =\n"},
+        BadConfig{"NestedSandboxDuplicate", "[jail]\nnested_sandbox = false\nnested_sandbox = true\n"},
+        BadConfig{"NestedSandboxOutsideJail", "[pam]\nnested_sandbox = true\n"},
         BadConfig{"MinUidZero", "[tenants]\nmin_uid = 0\n"},
         BadConfig{"MinAboveMax", "[tenants]\nmin_uid = 7000\nmax_uid = 6000\n"},
         BadConfig{"NegativeUid", "[tenants]\nmin_uid = -1\n"},

@@ -65,6 +65,49 @@ TEST(Plan, PrivateProcArgvIsExact) {
     EXPECT_TRUE(p.value().warnings.empty());
 }
 
+// nested_sandbox = true removes exactly --disable-userns: the seccomp
+// program, the pid/ipc/user namespaces and every bind stay as they are.
+TEST(Plan, NestedSandboxDropsOnlyDisableUserns) {
+    Policy pol;
+    pol.nested_sandbox = true;
+    const Request serve{JailAction::serve, "", {}};
+    auto p = plan_with(pol, full_probe(), serve);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    auto want = plan_with(Policy{}, full_probe(), serve).value().argv;
+    want.erase(std::find(want.begin(), want.end(), "--disable-userns"));
+    EXPECT_EQ(p.value().argv, want);
+    EXPECT_EQ(std::count(p.value().argv.begin(), p.value().argv.end(), "--disable-userns"), 0);
+    // A one-off jail is where a caller's command (an agent) runs: same rule.
+    pol.allow_caller_command = true;
+    auto cmd = plan_with(pol, full_probe(), Request{JailAction::command, "main", {"/bin/true"}});
+    ASSERT_TRUE(cmd.ok()) << cmd.error().message;
+    EXPECT_EQ(std::count(cmd.value().argv.begin(), cmd.value().argv.end(), "--disable-userns"), 0);
+    // Client jails run only a tmux client: never any nested namespace.
+    for (JailAction a : {JailAction::attach, JailAction::kill_session, JailAction::list_sessions}) {
+        auto c = plan_with(pol, full_probe(), Request{a, "main", {}});
+        ASSERT_TRUE(c.ok()) << c.error().message;
+        EXPECT_EQ(std::count(c.value().argv.begin(), c.value().argv.end(), "--disable-userns"), 1)
+            << jail_action_name(a);
+    }
+}
+
+// Over a read-only host /proc an inner bwrap cannot write its uid_map: the
+// operator is told on every launch instead of finding out from a tenant.
+TEST(Plan, NestedSandboxOverTheHostProcWarns) {
+    Policy pol;
+    pol.nested_sandbox = true;
+    pol.proc = ProcMode::inherit;
+    const Request serve{JailAction::serve, "", {}};
+    auto p = plan_with(pol, full_probe(), serve);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_EQ(p.value().warnings,
+              (std::vector<std::string>{"proc = inherit: the jail sees the host /proc",
+                                        "nested_sandbox = true but /proc is the host's (read-only): inner "
+                                        "sandboxes cannot start"}));
+    pol.proc = ProcMode::private_only;
+    EXPECT_TRUE(plan_with(pol, full_probe(), serve).value().warnings.empty());
+}
+
 TEST(Plan, PrivateProcWithADeferredTrialIsProvenInTheChild) {
     HostProbe probe = full_probe();
     probe.user_namespaces = probe.fresh_proc = false;
