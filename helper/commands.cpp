@@ -102,16 +102,20 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
     const Request req{Verb::run, *cl.session, cl.command};
     auto plan = build_plan(p.loaded.policy, *p.tenant, req, p.probe, start.caller_env, {});
     if (!plan) return refuse(plan.error());
-    std::string out = "# clihost-jail plan: tenant " + p.tenant->account.name + ", session " + *cl.session +
-                      ", /proc " + plan.value().proc_source +
-                      (plan.value().trial_in_child ? " (a fresh procfs, proven before exec)" : "") +
-                      (p.loaded.policy.pam_session ? ", PAM session " + p.loaded.policy.pam_service +
-                                                         " (its pam_env variables are added at launch)"
-                                                   : ", no PAM session") + "\n";
+    // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict on
+    // `"literal" + std::string&&` (GCC bug 105329), which broke Release builds.
+    std::string out = "# clihost-jail plan: tenant " + p.tenant->account.name;
+    out.append(", session ").append(*cl.session).append(", /proc ").append(plan.value().proc_source);
+    if (plan.value().trial_in_child) out.append(" (a fresh procfs, proven before exec)");
+    if (p.loaded.policy.pam_session)
+        out.append(", PAM session ").append(p.loaded.policy.pam_service).append(" (its pam_env variables are added at launch)");
+    else
+        out.append(", no PAM session");
+    out.append("\n");
     for (const auto& w : plan.value().warnings) out += "# warning: " + w + "\n";
     out += "env -i";
-    for (const auto& e : plan.value().env) out += " " + shell_quote(e);
-    for (const auto& a : plan.value().argv) out += " " + shell_quote(a);
+    for (const auto& e : plan.value().env) out.append(" ").append(shell_quote(e));
+    for (const auto& a : plan.value().argv) out.append(" ").append(shell_quote(a));
     out += "\n";
     const bool written = std::fputs(out.c_str(), stdout) >= 0;
     log::audit("allow", "plan printed");

@@ -28,7 +28,8 @@ fi
 build=${BUILD_DIR:-$top/build/ci}
 # The test build reads its default config from a test-only path so that the
 # suites never touch a real /etc/clihost-jail/jail.conf on the machine.
-cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# Warnings are errors here (CLIHOST_JAIL_WERROR; off by default for packagers).
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_WERROR=ON \
   -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-test/jail.conf >/dev/null
 cmake --build "$build" -j"$(nproc)"
 
