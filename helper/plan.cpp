@@ -100,10 +100,18 @@ std::vector<std::string> build_bwrap_argv(const Policy& policy, const Account& t
         if (hp.kind == HostPath::Kind::directory) a.insert(a.end(), {"--ro-bind", hp.path, hp.path});
         else if (hp.kind == HostPath::Kind::symlink) a.insert(a.end(), {"--symlink", hp.target, hp.path});
     }
-    a.insert(a.end(), {"--dev", "/dev"});
+    // Every tmpfs is sized: tmpfs defaults to half of the host's RAM per
+    // mount, and a tenant filling it takes that memory from everyone.
+    const std::string size = std::to_string(policy.tmpfs_size);
+    // bwrap's --dev is itself an unsized tmpfs, owned by the tenant, and
+    // --size cannot apply to it (bwrap 0.8: "--size must be followed by
+    // --tmpfs"). So it is made read-only once populated (its device nodes
+    // and /dev/pts are mounts of their own and keep working), and /dev/shm,
+    // the one place programs write under /dev, gets a sized tmpfs on top.
+    a.insert(a.end(), {"--dev", "/dev", "--remount-ro", "/dev", "--size", size, "--tmpfs", "/dev/shm"});
     if (private_proc) a.insert(a.end(), {"--proc", "/proc"});
     else a.insert(a.end(), {"--ro-bind", "/proc", "/proc"});
-    for (const auto& t : policy.tmpfs) a.insert(a.end(), {"--tmpfs", t});
+    for (const auto& t : policy.tmpfs) a.insert(a.end(), {"--size", size, "--tmpfs", t});
     a.insert(a.end(), {"--bind", tenant.home, tenant.home, "--chdir", tenant.home, "--"});
     a.insert(a.end(), command.begin(), command.end());
     return a;
