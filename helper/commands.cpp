@@ -76,13 +76,20 @@ struct Prepared {
     HostProbe probe;
 };
 
-Result<Prepared> prepare(const StartState& start, const CommandLine& cl, const AccountDb& db) {
-    Prepared p;
-    p.caller = identify_caller(start.creds, db);
+// Who called, from the process credentials alone: known before any argument
+// is parsed, so that every audit line, a usage refusal's too, names them.
+Caller note_caller(const StartState& start, const AccountDb& db) {
+    Caller caller = identify_caller(start.creds, db);
     auto& ctx = log::context();
-    ctx.caller = p.caller.name;
-    ctx.caller_uid = static_cast<long>(p.caller.uid);
-    ctx.via = std::string(invocation_name(p.caller.invocation));
+    ctx.caller = caller.name;
+    ctx.caller_uid = static_cast<long>(caller.uid);
+    ctx.via = std::string(invocation_name(caller.invocation));
+    return caller;
+}
+
+Result<Prepared> prepare(const StartState& start, const CommandLine& cl, const AccountDb& db, Caller caller) {
+    Prepared p;
+    p.caller = std::move(caller);
 
     auto loaded = load_policy(start.config_override.value_or(CLIHOST_JAIL_CONFIG_PATH),
                               start.config_override.has_value());
@@ -270,6 +277,8 @@ int do_check(const Prepared& p, const StartState& start) {
 }  // namespace
 
 int dispatch(const StartState& start, const std::vector<std::string>& args) {
+    SystemAccountDb db;
+    Caller caller = note_caller(start, db);
     auto parsed = parse_command_line(args);
     if (!parsed) return refuse(parsed.error());
     const CommandLine& cl = parsed.value();
@@ -286,8 +295,7 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
     if (cl.user) ctx.tenant = *cl.user;
     if (cl.session) ctx.session = *cl.session;
 
-    SystemAccountDb db;
-    auto prepared = prepare(start, cl, db);
+    auto prepared = prepare(start, cl, db, std::move(caller));
     if (!prepared) return refuse(prepared.error());
     Prepared& p = prepared.value();
     const uid_t probe_uid = p.tenant ? p.tenant->account.uid : kNobody;
