@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "audit_sink.hpp"
 #include "cli.hpp"
 #include "config_file.hpp"
 #include "launch.hpp"
@@ -266,6 +267,7 @@ int do_check(const Prepared& p, const StartState& start) {
         if (policy.proc == ProcMode::private_or_hidepid && !p.probe.fresh_proc && !p.probe.host_proc_hidepid)
             problem("proc", "no fresh procfs and host /proc lacks hidepid=invisible");
     }
+    if (const auto sink = probe_audit_sink(); sink.ok) line("audit log", sink.detail); else problem("audit log", sink.detail);
     line("result", can_start ? "a jail can start" : "a jail cannot start");
     // The exit status is the answer; the report is for a human.
     (void)std::fputs(r.c_str(), stdout);
