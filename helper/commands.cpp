@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "audit_sink.hpp"
 #include "cli.hpp"
 #include "config_file.hpp"
 #include "launch.hpp"
@@ -62,13 +63,20 @@ struct Prepared {
     TenantCreds probe_creds() const { return tenant ? creds_of(*tenant) : kNobody; }
 };
 
-Result<Prepared> prepare(const StartState& start, const CommandLine& cl, const AccountDb& db) {
-    Prepared p;
-    p.caller = identify_caller(start.creds, db);
+// Who called, from the process credentials alone: known before any argument
+// is parsed, so that every audit line, a usage refusal's too, names them.
+Caller note_caller(const StartState& start, const AccountDb& db) {
+    Caller caller = identify_caller(start.creds, db);
     auto& ctx = log::context();
-    ctx.caller = p.caller.name;
-    ctx.caller_uid = static_cast<long>(p.caller.uid);
-    ctx.via = std::string(invocation_name(p.caller.invocation));
+    ctx.caller = caller.name;
+    ctx.caller_uid = static_cast<long>(caller.uid);
+    ctx.via = std::string(invocation_name(caller.invocation));
+    return caller;
+}
+
+Result<Prepared> prepare(const StartState& start, const CommandLine& cl, const AccountDb& db, Caller caller) {
+    Prepared p;
+    p.caller = std::move(caller);
 
     auto loaded = load_policy(start.config_override.value_or(CLIHOST_JAIL_CONFIG_PATH),
                               start.config_override.has_value());
@@ -132,16 +140,17 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
         auto plan = build_plan(p.policy(), *p.tenant, req, p.probe, start.caller_env, {});
         if (!plan) return refuse(plan.error());
         const Plan& pl = plan.value();
-        const bool pam = p.policy().pam_session && req.action != JailAction::attach;
-        out += "# clihost-jail plan: " + std::string(jail_action_name(req.action)) + " jail, tenant " +
-               p.tenant->account.name + ", session " + *cl.session + ", /proc " + pl.proc_source +
-               (pl.trial_in_child ? " (a fresh procfs, proven before exec)" : "") +
-               (pam ? ", PAM session " + p.policy().pam_service + " (its pam_env variables are added at launch)"
-                    : req.action == JailAction::attach && p.policy().pam_session
-                          ? ", PAM account check " + p.policy().pam_service
-                          : ", no PAM session") +
-               ", nested sandbox " + (pl.nested_sandbox ? "allowed" : "not allowed") + "\n";
-        for (const auto& w : pl.warnings) out += "# warning: " + w + "\n";
+        // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict on
+        // `"literal" + std::string&&` (GCC bug 105329), which broke Release builds.
+        out.append("# clihost-jail plan: ").append(jail_action_name(req.action)).append(" jail, tenant ");
+        out.append(p.tenant->account.name).append(", session ").append(*cl.session);
+        out.append(", /proc ").append(pl.proc_source);
+        if (pl.trial_in_child) out.append(" (a fresh procfs, proven before exec)");
+        if (!p.policy().pam_session) out.append(", no PAM session");
+        else if (req.action == JailAction::attach) out.append(", PAM account check ").append(p.policy().pam_service);
+        else out.append(", PAM session ").append(p.policy().pam_service).append(" (its pam_env variables are added at launch)");
+        out.append(", nested sandbox ").append(pl.nested_sandbox ? "allowed" : "not allowed").append("\n");
+        for (const auto& w : pl.warnings) out.append("# warning: ").append(w).append("\n");
         out += render(pl);
     }
     const bool written = std::fputs(out.c_str(), stdout) >= 0;
@@ -335,6 +344,7 @@ int do_check(const Prepared& p, const StartState& start) {
     }
     // An open route around the jail fails check too (routes.hpp).
     const bool closed = routes::report_for_check(policy, p.tenant ? &p.tenant->account : nullptr, r);
+    if (const auto sink = probe_audit_sink(); sink.ok) line("audit log", sink.detail); else problem("audit log", sink.detail);
     line("result", can_start ? "a jail can start" : "a jail cannot start");
     // The exit status is the answer; the report is for a human.
     (void)std::fputs(r.c_str(), stdout);
@@ -347,6 +357,8 @@ int do_check(const Prepared& p, const StartState& start) {
 }  // namespace
 
 int dispatch(const StartState& start, const std::vector<std::string>& args) {
+    SystemAccountDb db;
+    Caller caller = note_caller(start, db);
     auto parsed = parse_command_line(args);
     if (!parsed) return refuse(parsed.error());
     const CommandLine& cl = parsed.value();
@@ -363,8 +375,7 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
     if (cl.user) ctx.tenant = *cl.user;
     if (cl.session) ctx.session = *cl.session;
 
-    SystemAccountDb db;
-    auto prepared = prepare(start, cl, db);
+    auto prepared = prepare(start, cl, db, std::move(caller));
     if (!prepared) return refuse(prepared.error());
     Prepared& p = prepared.value();
     // proc = private needs no host trial to plan a jail: the jail's first

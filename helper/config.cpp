@@ -53,6 +53,42 @@ Result<uid_t> parse_uid(std::string_view v) {
     return static_cast<uid_t>(n);
 }
 
+}  // namespace
+
+Result<std::uint64_t> parse_tmpfs_size(std::string_view v) {
+    const auto bad_size = [] {
+        return fail(Exit::host, "tmpfs_size must be a byte count like 256M, 1G or 65536, between 64K and 1024G");
+    };
+    std::uint64_t unit = 1;
+    if (!v.empty()) {
+        switch (v.back()) {
+            case 'K': unit = std::uint64_t{1} << 10; break;
+            case 'M': unit = std::uint64_t{1} << 20; break;
+            case 'G': unit = std::uint64_t{1} << 30; break;
+            default: break;
+        }
+        if (unit != 1) v.remove_suffix(1);
+    }
+    // Digits only: from_chars alone would accept nothing else anyway, but a
+    // leading zero is refused too (bwrap and strtoul read "0100" as octal; an
+    // operator who wrote it meant something we cannot know).
+    if (v.empty() || v.size() > 20 || (v.size() > 1 && v.front() == '0') ||
+        !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return bad_size();
+    std::uint64_t n = 0;
+    const auto* end = v.data() + v.size();
+    auto [ptr, ec] = std::from_chars(v.data(), end, n);
+    if (ec != std::errc{} || ptr != end) return bad_size();
+    // Checked before multiplying: n * unit must not wrap around to a small
+    // (or zero, i.e. unlimited) size.
+    if (n > kMaxTmpfsSize / unit) return bad_size();
+    n *= unit;
+    if (n < kMinTmpfsSize || n > kMaxTmpfsSize) return bad_size();
+    return n;
+}
+
+namespace {
+
 Result<std::vector<std::string>> parse_names(std::string_view v) {
     auto names = split(v, ", \t");
     if (names.size() > kMaxListItems) return fail(Exit::host, "too many names");
@@ -135,6 +171,12 @@ Result<Unit> apply(Policy& p, std::string_view section, std::string_view key, st
             // tmux would start it, fail, and leave the tenant with nothing.
             if (is_refusing_shell(v)) return fail(Exit::host, "shell may not be a nologin/false shell");
             p.shell = std::string(v);
+            return ok_status();
+        }
+        if (key == "tmpfs_size") {
+            auto n = parse_tmpfs_size(v);
+            if (!n) return n.error();
+            p.tmpfs_size = n.value();
             return ok_status();
         }
         if (key == "allow_caller_command") return set_bool(p.allow_caller_command);

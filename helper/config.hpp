@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,15 @@ namespace clihost {
 enum class ProcMode { private_only, private_or_hidepid, inherit };
 
 std::string_view proc_mode_name(ProcMode mode);
+
+// Size of each tmpfs of a jail (bwrap --size). tmpfs's own default is half
+// of the host's RAM, per mount, shared by all tenants: one tenant filling
+// /tmp would take the host's memory. 0 would mean "no limit" to tmpfs, so
+// the lower bound is a real size; the upper bound keeps the arithmetic and
+// bwrap's own parser (size_t, at most SIZE_MAX/2) far from overflow.
+inline constexpr std::uint64_t kDefaultTmpfsSize = std::uint64_t{256} << 20;  // 256M
+inline constexpr std::uint64_t kMinTmpfsSize = std::uint64_t{64} << 10;       // 64K
+inline constexpr std::uint64_t kMaxTmpfsSize = std::uint64_t{1} << 40;        // 1024G
 
 struct Policy {
     // [callers]
@@ -30,6 +40,7 @@ struct Policy {
     std::vector<std::string> ro_bind{"/usr", "/bin", "/sbin", "/lib", "/lib32",
                                      "/lib64", "/etc", "/opt", "/var/lib"};
     std::vector<std::string> tmpfs{"/tmp", "/var/tmp", "/run"};
+    std::uint64_t tmpfs_size{kDefaultTmpfsSize};  // bytes, each tmpfs (and /dev/shm)
     bool allow_caller_command{false};
     // true: no --disable-userns, so the tenant's own tools (AI coding agents'
     // bubblewrap sandboxes) can create nested user namespaces. More kernel
@@ -50,6 +61,11 @@ struct Policy {
 // Parse a whole config file. Unknown sections/keys, duplicates and malformed
 // lines are errors (exit 3): a typo must not silently weaken the jail.
 Result<Policy> parse_config(std::string_view text);
+
+// A byte count: decimal digits (no sign, no leading zero), optionally one
+// binary suffix K, M or G (KiB, MiB, GiB), within [kMinTmpfsSize,
+// kMaxTmpfsSize]. "256M", "1G", "65536".
+Result<std::uint64_t> parse_tmpfs_size(std::string_view v);
 
 // Shared validators, also used for values that do not come from the file.
 bool is_valid_account_name(std::string_view name);

@@ -94,7 +94,8 @@ Caller identify_caller(const Credentials& creds, const AccountDb& db) {
     c.gids = creds.groups;
     c.gids.push_back(creds.rgid);
     auto acct = db.user_by_uid(c.uid);
-    c.name = acct ? acct->name : "#" + std::to_string(c.uid);
+    // "#" appended, not `"#" + std::to_string(...)`: GCC 12 -O3 false -Wrestrict (bug 105329).
+    c.name = acct ? acct->name : std::string("#").append(std::to_string(c.uid));
     return c;
 }
 

@@ -19,16 +19,29 @@ std::shared_ptr<spdlog::logger>& stderr_logger() {
     return l;
 }
 
+}  // namespace
+
 // Caller-controlled text (names are validated, but reasons may quote input)
-// must not forge extra log lines or fields.
-std::string sanitize(std::string_view s) {
+// must not forge extra log lines or fields, nor drive the terminal that
+// shows stderr or the log: a log viewer or terminal that honours C1 controls
+// or Unicode line separators would otherwise see a forged line.
+std::string escape(std::string_view s) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    s = s.substr(0, 512);
     std::string out;
-    out.reserve(std::min<std::size_t>(s.size(), 512));
-    for (char c : s.substr(0, 512)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == '"') ? '?' : c;
+    out.reserve(s.size());
+    for (char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c >= 0x20 && c <= 0x7e && c != '"' && c != '\\') {
+            out += ch;
+        } else {
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 0x0f];
+        }
+    }
     return out;
 }
-
-}  // namespace
 
 AuditContext& context() {
     static AuditContext ctx;
@@ -47,8 +60,8 @@ void init() {
 void audit(std::string_view decision, std::string_view reason) {
     const auto& c = context();
     const auto line = fmt::format("action={} caller={} caller_uid={} via={} tenant={} session={} decision={} reason=\"{}\"",
-                                  c.action, c.caller, c.caller_uid, c.via, c.tenant, c.session, decision,
-                                  sanitize(reason));
+                                  escape(c.action), escape(c.caller), c.caller_uid, escape(c.via), escape(c.tenant),
+                                  escape(c.session), escape(decision), escape(reason));
     if (!audit_logger()) return;
     const bool bad = decision == "deny" || decision == "fail";
     audit_logger()->log(bad ? spdlog::level::warn : spdlog::level::info, line);
@@ -56,12 +69,11 @@ void audit(std::string_view decision, std::string_view reason) {
 }
 
 void refuse(std::string_view decision, std::string_view message) {
-    const auto clean = sanitize(message);
     if (stderr_logger()) {
-        stderr_logger()->error(clean);
+        stderr_logger()->error(escape(message));
         stderr_logger()->flush();
     }
-    audit(decision, clean);
+    audit(decision, message);  // escaped in audit(), once (twice would turn \x9b into \x5cx9b)
 }
 
 }  // namespace clihost::log

@@ -20,6 +20,14 @@ struct AuditContext {
 void init();
 AuditContext& context();
 
+// Caller-controlled text made safe for a log line and a terminal: every byte
+// outside 0x20-0x7e, and '"' and '\\', becomes \xNN (lowercase hex), so no
+// control character, no 8-bit C1 control (0x9b is CSI, 0x85 NEL) and no
+// UTF-8 sequence (U+2028 LINE SEPARATOR) reaches syslog or the caller's
+// terminal raw, and the escaping itself cannot be forged. At most the first
+// 512 input bytes are kept.
+std::string escape(std::string_view s);
+
 // decision: "allow", "deny", "fail", "exit", "warn"
 void audit(std::string_view decision, std::string_view reason);
 // stderr line + audit line, for refusals and failures.

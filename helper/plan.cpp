@@ -156,8 +156,13 @@ std::vector<std::string> render_bwrap_argv(const Plan& plan) {
             case Mount::Kind::bind: a.insert(a.end(), {"--bind", m.source, m.dest}); break;
             case Mount::Kind::symlink: a.insert(a.end(), {"--symlink", m.source, m.dest}); break;
             case Mount::Kind::dev: a.insert(a.end(), {"--dev", m.dest}); break;
+            case Mount::Kind::remount_ro: a.insert(a.end(), {"--remount-ro", m.dest}); break;
             case Mount::Kind::proc: a.insert(a.end(), {"--proc", m.dest}); break;
-            case Mount::Kind::tmpfs: a.insert(a.end(), {"--tmpfs", m.dest}); break;
+            case Mount::Kind::tmpfs:
+                // bwrap applies --size to the next --tmpfs only.
+                if (m.size != 0) a.insert(a.end(), {"--size", std::to_string(m.size)});
+                a.insert(a.end(), {"--tmpfs", m.dest});
+                break;
         }
     }
     a.insert(a.end(), {"--chdir", plan.home, "--"});
@@ -176,10 +181,19 @@ std::vector<Mount> plan_mounts(const Policy& policy, const Account& t, const Hos
         if (hp.kind == HostPath::Kind::directory) m.push_back({Mount::Kind::ro_bind, hp.path, hp.path});
         else if (hp.kind == HostPath::Kind::symlink) m.push_back({Mount::Kind::symlink, hp.target, hp.path});
     }
+    // Every tmpfs is sized: tmpfs defaults to half of the host's RAM per
+    // mount, and a tenant filling it takes that memory from everyone.
+    // bwrap's --dev is itself an unsized tmpfs, owned by the tenant, and
+    // --size cannot apply to it (bwrap 0.8: "--size must be followed by
+    // --tmpfs"). So it is made read-only once populated (its device nodes
+    // and /dev/pts are mounts of their own and keep working), and /dev/shm,
+    // the one place programs write under /dev, gets a sized tmpfs on top.
     m.push_back({Mount::Kind::dev, "", "/dev"});
+    m.push_back({Mount::Kind::remount_ro, "", "/dev"});
+    m.push_back({Mount::Kind::tmpfs, "", "/dev/shm", policy.tmpfs_size});
     if (private_proc) m.push_back({Mount::Kind::proc, "", "/proc"});
     else m.push_back({Mount::Kind::ro_bind, "/proc", "/proc"});
-    for (const auto& dir : policy.tmpfs) m.push_back({Mount::Kind::tmpfs, "", dir});
+    for (const auto& dir : policy.tmpfs) m.push_back({Mount::Kind::tmpfs, "", dir, policy.tmpfs_size});
     m.push_back({Mount::Kind::bind, t.home, t.home});
     return m;
 }

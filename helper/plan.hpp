@@ -3,6 +3,7 @@
 // No syscalls: `print` shows this, unit tests assert it whole, launch obeys it.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -49,10 +50,11 @@ struct Request {
 
 // One filesystem step of the jail, in bwrap's order.
 struct Mount {
-    enum class Kind { ro_bind, bind, symlink, dev, proc, tmpfs };
+    enum class Kind { ro_bind, bind, symlink, dev, remount_ro, proc, tmpfs };
     Kind kind;
     std::string source;  // ro_bind/bind: the host path; symlink: the link's target
     std::string dest;
+    std::uint64_t size{0};  // tmpfs: its size in bytes (bwrap --size)
 };
 
 struct Plan {

@@ -88,6 +88,11 @@ bool raise_soft_limits() {
 Result<StartState> sanitize_process(char** envp) {
     if (!ensure_std_fds()) return fail(Exit::internal, "cannot open /dev/null for fds 0-2");
     if (!close_other_fds()) return fail(Exit::internal, "cannot close inherited file descriptors");
+    // The caller's working directory would be inherited by every process we
+    // start, bwrap included, which runs as the tenant and is dumpable: the
+    // tenant could then read the caller's private directory (say the proxy's
+    // 0700 home) through /proc/<bwrap pid>/cwd/. Nothing here is relative.
+    if (::chdir("/") != 0) return fail(Exit::internal, std::string("cannot change directory to /: ") + std::strerror(errno));
     // Not dumpable: no core file of a root process, and the (non-root) caller
     // cannot ptrace or read /proc/PID/mem of this process.
     if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return fail(Exit::internal, "cannot disable core dumps");

@@ -51,14 +51,20 @@ std::vector<sock_filter> terminal_injection_filter() {
         /* 3 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),      // an ABI we did not filter
         /* 4 */ stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         /* 5 */ jump(BPF_JMP | BPF_JEQ | BPF_K, kNativeIoctl, 3, 0),  // -> 9
-        /* 6 */ jump(BPF_JMP | BPF_JEQ | BPF_K, kX32Ioctl, 2, 5),     // -> 9 : -> 12
+        /* 6 */ jump(BPF_JMP | BPF_JEQ | BPF_K, kX32Ioctl, 2, 7),     // -> 9 : -> 14
         /* 7 */ stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        /* 8 */ jump(BPF_JMP | BPF_JEQ | BPF_K, kCompatIoctl, 0, 3),  // -> 9 : -> 12
+        /* 8 */ jump(BPF_JMP | BPF_JEQ | BPF_K, kCompatIoctl, 0, 5),  // -> 9 : -> 14
         /* 9 */ stmt(BPF_LD | BPF_W | BPF_ABS, kArgCmdLow),
-        /* 10 */ jump(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 2, 0),      // -> 13
-        /* 11 */ jump(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 1, 0),    // -> 13
-        /* 12 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        /* 13 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        /* 10 */ jump(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 4, 0),      // -> 15
+        /* 11 */ jump(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 3, 0),    // -> 15
+        // A line discipline is kernel code bound to the caller's terminal
+        // (and a history of kernel bugs: n_gsm, n_hdlc); TIOCEXCL makes the
+        // caller's terminal refuse every later open (a denial of service on
+        // the caller's session).
+        /* 12 */ jump(BPF_JMP | BPF_JEQ | BPF_K, TIOCSETD, 2, 0),     // -> 15
+        /* 13 */ jump(BPF_JMP | BPF_JEQ | BPF_K, TIOCEXCL, 1, 0),     // -> 15
+        /* 14 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        /* 15 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
     };
 }
 

@@ -30,7 +30,8 @@ build=${BUILD_DIR:-$top/build/ci}
 # The test build reads its default config from a test-only path, and keeps
 # its session jails' state in a test-only runtime directory, so that the
 # suites never touch a real /etc/clihost-jail/jail.conf or /run/clihost-jail.
-cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# Warnings are errors here (CLIHOST_JAIL_WERROR; off by default for packagers).
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_WERROR=ON \
   -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-test/jail.conf \
   -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-test >/dev/null
 cmake --build "$build" -j"$(nproc)"

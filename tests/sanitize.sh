@@ -6,7 +6,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${SANITIZE_BUILD_DIR:-/tmp/clihost-jail-asan-build}
-cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCLIHOST_JAIL_SANITIZE=ON \
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCLIHOST_JAIL_SANITIZE=ON -DCLIHOST_JAIL_WERROR=ON \
   -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-test/jail.conf -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-test >/dev/null
 cmake --build "$build" -j"$(nproc)" --target unit_tests clihost-jail clihost-jail-faults >/dev/null
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1

@@ -20,7 +20,7 @@ tidy=$(command -v clang-tidy-14 || command -v clang-tidy)
 # clang so that clang-tidy understands every flag. Tests off: each helper
 # source then has exactly one entry (the shipped build, not the fault-injection one).
 CC=clang CXX=clang++ cmake -S "$top" -B "$build" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-  -DCLIHOST_JAIL_TESTS=OFF >/dev/null
+  -DCLIHOST_JAIL_TESTS=OFF -DCLIHOST_JAIL_WERROR=ON >/dev/null
 
 status=0
 out=$(mktemp)

@@ -44,5 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(all(p.extra_env, [](const std::string& n) { return is_valid_env_name(n) && !is_reserved_env_name(n); }));
     check(p.ro_bind.size() <= 64 && p.tmpfs.size() <= 64 && p.extra_env.size() <= 64);
     check(proc_mode_name(p.proc) != "?");
+    // Never 0 (tmpfs: no limit), never past the bound the plan renders.
+    check(p.tmpfs_size >= kMinTmpfsSize && p.tmpfs_size <= kMaxTmpfsSize);
+    if (p.tmpfs_size != kDefaultTmpfsSize) check(text.find("tmpfs_size") != std::string_view::npos);
     return 0;
 }

@@ -29,7 +29,7 @@ packages=(clang libclang-rt-14-dev cmake ninja-build pkg-config libpam0g-dev lib
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S "$top" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCLIHOST_JAIL_FUZZ=ON -DCLIHOST_JAIL_TESTS=ON >/dev/null
+    -DCLIHOST_JAIL_FUZZ=ON -DCLIHOST_JAIL_TESTS=ON -DCLIHOST_JAIL_WERROR=ON >/dev/null
 fi
 cmake --build "$build" -j"$(nproc)" --target "${harnesses[@]}"
 

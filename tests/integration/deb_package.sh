@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Debian package, installed for real: cpack -G DEB from a release build,
+# The Debian package, installed for real: cpack -G DEB from a Release build,
 # dpkg -i creates the groups and the 4750 root:clihost helper (statoverride),
 # the sshd drop-in that refuses tenants is installed, `clihost-jail check`
 # passes for a tenant created as the README says (nologin, close-routes),
@@ -36,12 +36,18 @@ cleanup() {
 trap cleanup EXIT
 [ "$was_installed" = 0 ] || dpkg -r clihost-jail >/dev/null
 
-cmake -S "$repo" -B "$work/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+# A packager's build: Release, warnings not fatal (the default); cpack refuses
+# any other build type (install/debian/cpack_release_only.cmake).
+cmake -S "$repo" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
   -DCLIHOST_JAIL_TESTS=OFF >/dev/null
 cmake --build "$work/build" -j"$(nproc)" >/dev/null
 (cd "$work/build" && cpack -G DEB >/dev/null)
 deb=$(ls "$work"/build/clihost-jail_*.deb)
 check "package builds" "[ -f '$deb' ]"
+# Packaging reads the build type before it builds or installs anything.
+cmake -S "$repo" -B "$work/rwd" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_TESTS=OFF >/dev/null
+check "cpack refuses a build that is not Release" \
+  "! (cd '$work/rwd' && cpack -G DEB >'$work/rwd.log' 2>&1) && grep -q 'the package is made from a Release build' '$work/rwd.log' && ! ls '$work'/rwd/*.deb >/dev/null 2>&1"
 check "conffiles list jail.conf, the PAM service and the sshd drop-in" \
   "dpkg-deb -I '$deb' conffiles | grep -qx /etc/clihost-jail/jail.conf && dpkg-deb -I '$deb' conffiles | grep -qx /etc/pam.d/clihost-jail && dpkg-deb -I '$deb' conffiles | grep -qx /etc/ssh/sshd_config.d/clihost-jail.conf"
 check "helper ships 4750 root:root (only root may run it before postinst)" \

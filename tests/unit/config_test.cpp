@@ -19,6 +19,7 @@ TEST(Config, EmptyFileGivesDesignDefaults) {
     EXPECT_EQ(d.ro_bind, (std::vector<std::string>{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc",
                                                    "/opt", "/var/lib"}));
     EXPECT_EQ(d.tmpfs, (std::vector<std::string>{"/tmp", "/var/tmp", "/run"}));
+    EXPECT_EQ(d.tmpfs_size, 256u << 20);
     EXPECT_FALSE(d.allow_caller_command);
     EXPECT_FALSE(d.nested_sandbox);  // nested user namespaces only when the operator asks
     EXPECT_EQ(d.extra_env, (std::vector<std::string>{"TERM", "LANG", "LC_ALL", "COLORTERM"}));
@@ -42,6 +43,7 @@ ro_bind = /usr /bin /sbin /lib /lib32 /lib64 /etc /opt /var/lib   # bound only i
 tmpfs = /tmp /var/tmp /run
 allow_caller_command = false
 extra_env = TERM LANG LC_ALL COLORTERM   # passed through from the caller if set and well-formed
+tmpfs_size = 256M            # size of each tmpfs in the jail
 [pam]
 service = clihost-jail
 session = true
@@ -55,8 +57,8 @@ TEST(Config, EveryKeyIsApplied) {
     auto p = parse_config(
         "[callers]\nusers = proxy, web\ngroups =\n[tenants]\ngroup = t\nmin_uid = 5000\nmax_uid = 6000\n"
         "[jail]\nbwrap = /opt/bw/bwrap\nproc = private-or-hidepid\nro_bind = /usr\ntmpfs = /tmp\n"
-        "allow_caller_command = true\nnested_sandbox = true\nextra_env = TERM\n[pam]\nservice = other\n"
-        "session = false\n");
+        "tmpfs_size = 1G\nallow_caller_command = true\nnested_sandbox = true\nextra_env = TERM\n[pam]\n"
+        "service = other\nsession = false\n");
     ASSERT_TRUE(p.ok()) << p.error().message;
     const Policy& v = p.value();
     EXPECT_EQ(v.caller_users, (std::vector<std::string>{"proxy", "web"}));
@@ -67,6 +69,7 @@ TEST(Config, EveryKeyIsApplied) {
     EXPECT_EQ(v.bwrap, "/opt/bw/bwrap");
     EXPECT_EQ(v.proc, ProcMode::private_or_hidepid);
     EXPECT_EQ(v.ro_bind, std::vector<std::string>{"/usr"});
+    EXPECT_EQ(v.tmpfs_size, 1u << 30);
     EXPECT_TRUE(v.allow_caller_command);
     EXPECT_TRUE(v.nested_sandbox);
     EXPECT_EQ(v.pam_service, "other");
@@ -125,7 +128,27 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"SandboxPassThrough", "[jail]\nextra_env = TTYD_SANDBOX\n"},
         BadConfig{"BadEnvName", "[jail]\nextra_env = 1TERM\n"},
         BadConfig{"BadUserName", "[callers]\nusers = -rf\n"},
-        BadConfig{"ServiceWithSlash", "[pam]\nservice = ../shadow\n"}),
+        BadConfig{"ServiceWithSlash", "[pam]\nservice = ../shadow\n"},
+        // tmpfs 0 means "no limit": never accepted, in any spelling.
+        BadConfig{"TmpfsSizeZero", "[jail]\ntmpfs_size = 0\n"},
+        BadConfig{"TmpfsSizeZeroMegabytes", "[jail]\ntmpfs_size = 0M\n"},
+        BadConfig{"TmpfsSizeEmpty", "[jail]\ntmpfs_size =\n"},
+        BadConfig{"TmpfsSizeNegative", "[jail]\ntmpfs_size = -1\n"},
+        BadConfig{"TmpfsSizePlus", "[jail]\ntmpfs_size = +256M\n"},
+        BadConfig{"TmpfsSizeLowercaseSuffix", "[jail]\ntmpfs_size = 256m\n"},
+        BadConfig{"TmpfsSizeTwoSuffixes", "[jail]\ntmpfs_size = 256MM\n"},
+        BadConfig{"TmpfsSizeUnitWord", "[jail]\ntmpfs_size = 256MB\n"},
+        BadConfig{"TmpfsSizeSpaceInside", "[jail]\ntmpfs_size = 256 M\n"},
+        BadConfig{"TmpfsSizeHex", "[jail]\ntmpfs_size = 0x100000\n"},
+        BadConfig{"TmpfsSizeLeadingZero", "[jail]\ntmpfs_size = 0100000\n"},
+        BadConfig{"TmpfsSizeFraction", "[jail]\ntmpfs_size = 1.5G\n"},
+        BadConfig{"TmpfsSizeBelowMinimum", "[jail]\ntmpfs_size = 65535\n"},
+        BadConfig{"TmpfsSizeAboveMaximum", "[jail]\ntmpfs_size = 1025G\n"},
+        // 2^64 / 2^30 = 2^34 = 17179869184: wraps to 0 if multiplied unchecked.
+        BadConfig{"TmpfsSizeWrapsToZero", "[jail]\ntmpfs_size = 17179869184G\n"},
+        BadConfig{"TmpfsSizeUint64Overflow", "[jail]\ntmpfs_size = 18446744073709551616\n"},
+        BadConfig{"TmpfsSizeTooManyDigits", "[jail]\ntmpfs_size = 000000000000000000000001G\n"},
+        BadConfig{"TmpfsSizeDuplicate", "[jail]\ntmpfs_size = 1G\ntmpfs_size = 2G\n"}),
     [](const auto& tp) { return std::string(tp.param.name); });
 
 TEST(Config, ShellIsApplied) {
@@ -173,6 +196,26 @@ TEST(Config, RefusingShells) {
         EXPECT_TRUE(is_refusing_shell(s)) << s;
     for (const char* s : {"/bin/bash", "/usr/bin/zsh", "", "/bin/falsehood", "/usr/sbin/nologin2"})
         EXPECT_FALSE(is_refusing_shell(s)) << s;
+}
+
+TEST(Config, TmpfsSizeForms) {
+    EXPECT_EQ(parse_tmpfs_size("256M").value(), 256u << 20);
+    EXPECT_EQ(parse_tmpfs_size("1G").value(), 1u << 30);
+    EXPECT_EQ(parse_tmpfs_size("64K").value(), 64u << 10);
+    EXPECT_EQ(parse_tmpfs_size("65536").value(), 65536u);
+    EXPECT_EQ(parse_tmpfs_size("1024G").value(), std::uint64_t{1} << 40);
+    EXPECT_EQ(parse_tmpfs_size("1099511627776").value(), std::uint64_t{1} << 40);
+    EXPECT_FALSE(parse_tmpfs_size("1099511627777").ok());
+    EXPECT_FALSE(parse_tmpfs_size("G").ok());
+    EXPECT_FALSE(parse_tmpfs_size("").ok());
+    const auto e = parse_tmpfs_size("0");
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.error().code, Exit::host);
+    EXPECT_NE(e.error().message.find("tmpfs_size must be a byte count"), std::string::npos) << e.error().message;
+    // The message of the file parser names the line.
+    const auto f = parse_config("[jail]\n\ntmpfs_size = 0\n");
+    ASSERT_FALSE(f.ok());
+    EXPECT_EQ(f.error().message.rfind("config line 3: tmpfs_size must be a byte count", 0), 0u) << f.error().message;
 }
 
 TEST(Config, PathsThatOnlyStartLikeProcAreFine) {

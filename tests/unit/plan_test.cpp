@@ -42,9 +42,10 @@ std::vector<std::string> expected_argv(const std::vector<std::string>& proc_args
     a.insert(a.end(), {"--seccomp", "3", "--clearenv"});
     a.insert(a.end(), kEnvArgs.begin(), kEnvArgs.end());
     a.insert(a.end(), {"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--ro-bind", "/etc", "/etc",
-                       "--dev", "/dev"});
+                       "--dev", "/dev", "--remount-ro", "/dev", "--size", "268435456", "--tmpfs", "/dev/shm"});
     a.insert(a.end(), proc_args.begin(), proc_args.end());
-    a.insert(a.end(), {"--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run", "--bind", "/home/alice",
+    a.insert(a.end(), {"--size", "268435456", "--tmpfs", "/tmp", "--size", "268435456", "--tmpfs", "/var/tmp",
+                       "--size", "268435456", "--tmpfs", "/run", "--bind", "/home/alice",
                        "/home/alice", "--chdir", "/home/alice", "--"});
     a.insert(a.end(), command.begin(), command.end());
     return a;
@@ -106,6 +107,31 @@ TEST(Plan, NestedSandboxOverTheHostProcWarns) {
                                         "sandboxes cannot start"}));
     pol.proc = ProcMode::private_only;
     EXPECT_TRUE(plan_with(pol, full_probe(), serve).value().warnings.empty());
+}
+
+TEST(Plan, EveryTmpfsAndDevShmGetTheConfiguredSize) {
+    Policy pol;
+    pol.tmpfs = {"/tmp", "/scratch"};
+    pol.tmpfs_size = std::uint64_t{1} << 30;
+    auto p = plan_with(pol, full_probe());
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    const auto& a = p.value().argv;
+    std::vector<std::string> mounts;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (a[i] != "--tmpfs") continue;
+        mounts.push_back(a[i + 1]);
+        // Each --tmpfs is directly preceded by its --size (bwrap applies
+        // --size to the next --tmpfs only).
+        ASSERT_GE(i, 2u);
+        EXPECT_EQ(a[i - 2], "--size") << a[i + 1];
+        EXPECT_EQ(a[i - 1], "1073741824") << a[i + 1];
+    }
+    EXPECT_EQ(mounts, (std::vector<std::string>{"/dev/shm", "/tmp", "/scratch"}));
+    // The unsized tmpfs of --dev is read-only before /dev/shm goes on top.
+    const auto dev = std::find(a.begin(), a.end(), "--dev");
+    ASSERT_NE(dev, a.end());
+    EXPECT_EQ(std::vector<std::string>(dev, dev + 4), (std::vector<std::string>{"--dev", "/dev", "--remount-ro", "/dev"}));
+    EXPECT_EQ(std::count(a.begin(), a.end(), "--size"), 3);
 }
 
 TEST(Plan, PrivateProcWithADeferredTrialIsProvenInTheChild) {
