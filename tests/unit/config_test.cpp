@@ -82,11 +82,7 @@ struct BadConfig {
 class ConfigRefused : public ::testing::TestWithParam<BadConfig> {};
 
 TEST_P(ConfigRefused, IsAnErrorWithExitCode3AndItsReason) {
-    auto p = parse_config(GetParam().text);
-    EXPECT_TRUE(refused_with(p, Exit::host, GetParam().reason));
-    if (!p.ok()) {
-        EXPECT_EQ(p.error().message, GetParam().reason);
-    }
+    EXPECT_TRUE(clihost::testing::refused_exactly(parse_config(GetParam().text), Exit::host, GetParam().reason));
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -7,11 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cap-ng.h>
-#include <fcntl.h>
 #include <grp.h>
 #include <sys/fsuid.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +17,7 @@
 #include <functional>
 #include <string>
 
+#include "child_process.hpp"
 #include "privdrop.hpp"
 
 using namespace clihost;
@@ -48,14 +47,17 @@ bool keep_caps_effective(std::initializer_list<int> caps) {
     return capng_apply(CAPNG_SELECT_CAPS) == 0;
 }
 
+// Every id dropped, but with KEEPCAPS and `caps` raised again: the drop
+// that "forgot" the capabilities (no_new_privs left to the caller).
+bool drop_keeping(std::initializer_list<int> caps) {
+    return clear_bounding() && set_groups(kGroups) && set_gids(kGid, kGid, kGid) &&
+           ::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == 0 && set_uids(kUid, kUid, kUid) && keep_caps_effective(caps);
+}
+
 // Runs `setup` (false: the setup itself failed) and then verify_dropped in a
-// forked child; returns "ok", verify's message, or "setup failed".
+// forked child; returns "ok", verify's message, or "setup failed: ...".
 std::string verify_in_child(const std::function<bool()>& setup) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return "pipe failed";
-    const pid_t pid = ::fork();
-    if (pid < 0) return "fork failed";
-    if (pid == 0) {
+    const auto r = clihost::testing::run_in_child([&](int fd) {
         std::string out;
         if (!setup()) {
             out = "setup failed: " + std::string(std::strerror(errno));
@@ -63,20 +65,9 @@ std::string verify_in_child(const std::function<bool()>& setup) {
             const auto st = verify_dropped(kUid, kGid, kGroups);
             out = st ? "ok" : st.error().message;
         }
-        const ssize_t n = ::write(fds[1], out.data(), out.size());
-        ::_exit(n == static_cast<ssize_t>(out.size()) ? 0 : 1);
-    }
-    ::close(fds[1]);
-    std::string got;
-    char buf[512];
-    ssize_t n;
-    while ((n = ::read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-        if (n > 0) got.append(buf, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "child died: " + got;
-    return got;
+        if (::write(fd, out.data(), out.size()) != static_cast<ssize_t>(out.size())) ::_exit(1);
+    });
+    return r.exited_zero() ? r.output : "child failed: " + r.output;
 }
 
 class VerifyDropped : public ::testing::Test {
@@ -121,28 +112,22 @@ TEST_F(VerifyDropped, SavedGidZeroIsCaught) {
               "privilege drop not verified: gids");
 }
 
-TEST_F(VerifyDropped, FsuidLeftAtZeroIsCaught) {
-    EXPECT_EQ(verify_in_child([] {
-                  if (!(clear_bounding() && set_groups(kGroups) && set_gids(kGid, kGid, kGid) &&
-                        ::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == 0 && set_uids(kUid, kUid, kUid) &&
-                        keep_caps_effective({CAP_SETUID})))
-                      return false;
-                  ::setfsuid(0);
-                  return static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) == 0 && no_new_privs();
-              }),
-              "privilege drop not verified: fsuid");
-}
-
-TEST_F(VerifyDropped, FsgidLeftAtZeroIsCaught) {
-    EXPECT_EQ(verify_in_child([] {
-                  if (!(clear_bounding() && set_groups(kGroups) && set_gids(kGid, kGid, kGid) &&
-                        ::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == 0 && set_uids(kUid, kUid, kUid) &&
-                        keep_caps_effective({CAP_SETGID})))
-                      return false;
-                  ::setfsgid(0);
-                  return static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) == 0 && no_new_privs();
-              }),
-              "privilege drop not verified: fsgid");
+TEST_F(VerifyDropped, FsuidOrFsgidLeftAtZeroIsCaught) {
+    // setfsuid/setfsgid return the previous value; asking for -1 changes nothing.
+    struct Case {
+        int cap;
+        int (*set_fs)(unsigned);
+        const char* message;
+    };
+    for (const Case& c : {Case{CAP_SETUID, [](unsigned id) { return ::setfsuid(id); }, "privilege drop not verified: fsuid"},
+                          Case{CAP_SETGID, [](unsigned id) { return ::setfsgid(id); }, "privilege drop not verified: fsgid"}}) {
+        EXPECT_EQ(verify_in_child([&c] {
+                      if (!drop_keeping({c.cap})) return false;
+                      c.set_fs(0);
+                      return c.set_fs(static_cast<unsigned>(-1)) == 0 && no_new_privs();
+                  }),
+                  c.message);
+    }
 }
 
 TEST_F(VerifyDropped, RootsSupplementaryGroupsLeftAreCaught) {
@@ -155,11 +140,7 @@ TEST_F(VerifyDropped, RootsSupplementaryGroupsLeftAreCaught) {
 
 TEST_F(VerifyDropped, RegainableRootIsCaught) {
     // Every id dropped, but CAP_SETUID kept in the effective set: setuid(0) works.
-    EXPECT_EQ(verify_in_child([] {
-                  return clear_bounding() && set_groups(kGroups) && set_gids(kGid, kGid, kGid) &&
-                         ::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == 0 && set_uids(kUid, kUid, kUid) &&
-                         keep_caps_effective({CAP_SETUID}) && no_new_privs();
-              }),
+    EXPECT_EQ(verify_in_child([] { return drop_keeping({CAP_SETUID}) && no_new_privs(); }),
               "privilege drop not verified: setuid(0) succeeded");
 }
 

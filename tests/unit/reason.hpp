@@ -25,4 +25,15 @@ template <class T>
     return ::testing::AssertionSuccess();
 }
 
+// The same, with the whole message equal to `message` (tables that list
+// the exact text of every refusal).
+template <class T>
+::testing::AssertionResult refused_exactly(const Result<T>& r, Exit code, std::string_view message) {
+    auto with = refused_with(r, code, message);
+    if (!with) return with;
+    if (r.error().message != message)
+        return ::testing::AssertionFailure() << "message \"" << r.error().message << "\" is not \"" << message << '"';
+    return ::testing::AssertionSuccess();
+}
+
 }  // namespace clihost::testing

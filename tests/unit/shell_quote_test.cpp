@@ -2,14 +2,12 @@
 // that launch execs. So the words go through a real /bin/sh and come back.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <string>
 #include <vector>
 
+#include "child_process.hpp"
 #include "plan.hpp"
 
 using namespace clihost;
@@ -19,27 +17,14 @@ namespace {
 // Runs /bin/sh -c SCRIPT with an empty environment; returns its stdout, or
 // "<sh failed>" if it did not exit 0.
 std::string run_sh(const std::string& script) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return "<pipe failed>";
-    const pid_t pid = ::fork();
-    if (pid < 0) return "<fork failed>";
-    if (pid == 0) {
-        if (::dup2(fds[1], 1) != 1) ::_exit(127);
+    const auto r = clihost::testing::run_in_child([&](int fd) {
+        if (::dup2(fd, 1) != 1) ::_exit(127);
         const char* argv[] = {"/bin/sh", "-c", script.c_str(), nullptr};
         char* no_env[] = {nullptr};
         ::execve("/bin/sh", const_cast<char**>(argv), no_env);
         ::_exit(127);
-    }
-    ::close(fds[1]);
-    std::string out;
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-        if (n > 0) out.append(buf, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? out : "<sh failed>";
+    });
+    return r.exited_zero() ? r.output : "<sh failed>";
 }
 
 // Words a tenant name, session, command or PAM value could carry into a plan.
