@@ -3,10 +3,9 @@
 
 #include <getopt.h>
 
-#include <algorithm>
 #include <cstring>
 
-#include "config.hpp"
+#include "validate.hpp"
 
 namespace clihost {
 namespace {
@@ -29,14 +28,6 @@ std::string_view usage_text() {
            "       clihost-jail check [--user TENANT]\n"
            "       clihost-jail print --user TENANT --session NAME [-- COMMAND...]\n"
            "       clihost-jail --version | --help\n";
-}
-
-bool is_valid_session_name(std::string_view name) {
-    if (name.empty() || name.size() > 64 || name.front() == '-' || name.front() == '.') return false;
-    return std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '_' || c == '.' || c == '-';
-    });
 }
 
 Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {

@@ -1,4 +1,4 @@
-// cli.hpp: the command line of DESIGN.md parsed into a value. Pure (getopt_long
+// cli.hpp: the command line of docs/ARCHITECTURE.md parsed into a value. Pure (getopt_long
 // state is reset on every call), so it is unit-tested and fuzzed directly.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "result.hpp"
+#include "validate.hpp"  // is_valid_session_name lives there now
 
 namespace clihost {
 
@@ -22,9 +23,6 @@ struct CommandLine {
 
 // argv[0] may be absent or anything (pkexec CVE-2021-4034): it is never read.
 Result<CommandLine> parse_command_line(const std::vector<std::string>& args);
-
-// [A-Za-z0-9_.-]{1,64}, not starting with '-' or '.' (DESIGN.md).
-bool is_valid_session_name(std::string_view name);
 
 std::string_view usage_text();
 

@@ -1,15 +1,13 @@
-// config.cpp: strict INI-style parser for jail.conf (see DESIGN.md "Config").
+// config.cpp: strict INI-style parser for jail.conf (docs/ARCHITECTURE.md, "Config").
 #include "config.hpp"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <set>
 
 namespace clihost {
 namespace {
 
-constexpr std::size_t kMaxConfigBytes = std::size_t{64} * 1024;
 constexpr std::size_t kMaxListItems = 64;
 
 std::string_view trim(std::string_view s) {
@@ -44,13 +42,10 @@ Result<bool> parse_bool(std::string_view v) {
 }
 
 Result<uid_t> parse_uid(std::string_view v) {
-    unsigned long n = 0;
-    const auto* end = v.data() + v.size();
-    auto [ptr, ec] = std::from_chars(v.data(), end, n);
-    // (uid_t)-1 is the "no change" sentinel of set*id: never a valid bound.
-    if (v.empty() || ec != std::errc{} || ptr != end || n >= 0xffffffffUL)
-        return fail(Exit::host, "expected a uid number");
-    return static_cast<uid_t>(n);
+    // parse_id refuses (uid_t)-1, the "no change" sentinel of set*id: never a valid bound.
+    const auto id = parse_id(v);
+    if (!id) return fail(Exit::host, "expected a uid number");
+    return *id;
 }
 
 }  // namespace
@@ -205,36 +200,6 @@ std::string_view proc_mode_name(ProcMode mode) {
     return "?";
 }
 
-bool is_valid_account_name(std::string_view name) {
-    if (name.empty() || name.size() > 32 || name.front() == '-') return false;
-    // cppcheck-suppress invalidLifetime ; cppcheck 2.10 false positive: the caller keeps "name"'s string alive
-    return std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '_' || c == '-' || c == '.';
-    });
-}
-
-bool is_valid_env_name(std::string_view name) {
-    if (name.empty() || name.size() > 64 || (name.front() >= '0' && name.front() <= '9')) return false;
-    // cppcheck-suppress invalidLifetime ; cppcheck 2.10 false positive: the caller keeps "name"'s string alive
-    return std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    });
-}
-
-bool is_reserved_env_name(std::string_view name) {
-    static constexpr std::array<std::string_view, 21> kReserved{
-        "HOME", "USER", "LOGNAME", "SHELL", "PATH", "TTYD_SANDBOX", "IFS", "ENV", "BASH_ENV",
-        "GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "RESOLV_HOST_CONF", "MALLOC_CHECK_",
-        "TMUX", "TMUX_TMPDIR", "PYTHONPATH", "PERL5LIB", "SHELLOPTS",
-        // The clihost proxy's own secrets: its environment holds them, and a
-        // tenant must never read the terminal password or the session keys.
-        "TTYD_PASSWORD"};
-    if (name.substr(0, 3) == "LD_" || name.substr(0, 6) == "GLIBC_" || name.substr(0, 15) == "PASSWORD_SECRET")
-        return true;
-    return std::find(kReserved.begin(), kReserved.end(), name) != kReserved.end();
-}
-
 bool is_refusing_shell(std::string_view shell) {
     const auto slash = shell.rfind('/');
     const auto base = slash == std::string_view::npos ? shell : shell.substr(slash + 1);
@@ -246,17 +211,6 @@ bool is_under(std::string_view path, std::string_view dir) {
     return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
 }
 }  // namespace
-
-bool is_clean_absolute_path(std::string_view path) {
-    if (path.empty() || path.front() != '/' || path.size() > 1024) return false;
-    if (path == "/") return true;
-    if (path.back() == '/') return false;
-    for (char c : path)
-        if (c == '\0' || c == '\n' || static_cast<unsigned char>(c) < 0x20) return false;
-    for (const auto& part : split(path.substr(1), "/"))
-        if (part == "." || part == "..") return false;
-    return path.find("//") == std::string_view::npos;
-}
 
 Result<Policy> parse_config(std::string_view text) {
     if (text.size() > kMaxConfigBytes) return fail(Exit::host, "config file too large");

@@ -5,11 +5,13 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "result.hpp"
+#include "validate.hpp"  // the shared validators, for the code that included them from here
 
 namespace clihost {
 
@@ -58,6 +60,9 @@ struct Policy {
     bool pam_session{true};
 };
 
+// Larger files are refused, by the reader and by the parser.
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{64} * 1024;
+
 // Parse a whole config file. Unknown sections/keys, duplicates and malformed
 // lines are errors (exit 3): a typo must not silently weaken the jail.
 Result<Policy> parse_config(std::string_view text);
@@ -67,14 +72,6 @@ Result<Policy> parse_config(std::string_view text);
 // kMaxTmpfsSize]. "256M", "1G", "65536".
 Result<std::uint64_t> parse_tmpfs_size(std::string_view v);
 
-// Shared validators, also used for values that do not come from the file.
-bool is_valid_account_name(std::string_view name);
-bool is_valid_env_name(std::string_view name);
-// Absolute, no "." or ".." components, no empty components, no trailing '/'.
-bool is_clean_absolute_path(std::string_view path);
-// Names the jail sets itself or that change how programs load code: never
-// passed through from the caller, whatever extra_env says.
-bool is_reserved_env_name(std::string_view name);
 // /usr/sbin/nologin, /bin/false and the like: a login shell that refuses.
 bool is_refusing_shell(std::string_view shell);
 

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 
 namespace clihost {
 namespace {
@@ -15,13 +14,6 @@ namespace {
 Account from_passwd(const passwd& pw) {
     return Account{pw.pw_name ? pw.pw_name : "", pw.pw_uid, pw.pw_gid, pw.pw_dir ? pw.pw_dir : "",
                    pw.pw_shell ? pw.pw_shell : ""};
-}
-
-std::optional<uid_t> parse_id(std::string_view s) {
-    unsigned long v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc{} || p != s.data() + s.size() || v >= 0xffffffffUL) return std::nullopt;
-    return static_cast<uid_t>(v);
 }
 
 bool path_is_under(std::string_view path, std::string_view dir) {

@@ -13,6 +13,7 @@
 
 #include "config.hpp"
 #include "result.hpp"
+#include "start_state.hpp"  // Credentials
 
 namespace clihost {
 
@@ -51,14 +52,6 @@ enum class Invocation {
 };
 
 std::string_view invocation_name(Invocation inv);
-
-// Process credentials, read once at start.
-struct Credentials {
-    uid_t ruid{}, euid{}, suid{};
-    gid_t rgid{};
-    std::vector<gid_t> groups;          // getgroups() of the process
-    std::optional<std::string> sudo_uid; // SUDO_UID, captured before the env is cleared
-};
 
 struct Caller {
     Invocation invocation{Invocation::unprivileged};
@@ -102,7 +95,7 @@ struct TenantCreds {
 
 inline TenantCreds creds_of(const Tenant& tenant) { return {tenant.account.uid, tenant.account.gid, tenant.groups}; }
 
-// Tenant rules of DESIGN.md: never uid 0, in [tenants] group, uid in range,
+// Tenant rules (docs/ARCHITECTURE.md, "Guarantees"): never uid 0, in [tenants] group, uid in range,
 // home a clean absolute path to a real directory owned by them and not
 // group/world-writable, and not inside a directory the jail binds read-only.
 Result<Tenant> validate_tenant(const Policy& policy, const std::string& name, const AccountDb& db,

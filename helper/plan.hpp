@@ -13,6 +13,7 @@
 #include "identity.hpp"
 #include "probe.hpp"
 #include "result.hpp"
+#include "start_state.hpp"  // CallerEnv
 
 namespace clihost {
 
@@ -77,9 +78,6 @@ struct Plan {
     // right before exec, that a fresh procfs can be mounted, or refuse (exit 3).
     bool trial_in_child{false};
 };
-
-// The caller's values of the extra_env names, captured before clearenv().
-using CallerEnv = std::map<std::string, std::string>;
 
 // extra_env values must look like a terminal type or locale: no '/', no
 // spaces, no control characters (a TERM or LANG with '/' is a path

@@ -4,9 +4,11 @@
 
 #include <cap-ng.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <linux/securebits.h>
 #include <sys/fsuid.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -95,9 +97,15 @@ Status verify_dropped(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) {
     if (now != want) return bad("supplementary groups");
     // The proof that root cannot be regained: these must fail.
     if (::setuid(0) == 0 || ::seteuid(0) == 0 || ::setgid(0) == 0) return bad("setuid(0) succeeded");
-    capng_clear(CAPNG_SELECT_BOTH);
-    if (capng_get_caps_process() != 0) return bad("cannot read capabilities");
-    if (capng_have_capabilities(CAPNG_SELECT_CAPS) != CAPNG_NONE) return bad("capabilities remain");
+    // Effective, permitted and inheritable sets straight from the kernel:
+    // libcap-ng's capng_have_capabilities(CAPNG_SELECT_CAPS) looks at the
+    // effective set only, and a permitted set left full (a drop done with
+    // PR_SET_KEEPCAPS, say) is one capset() away from root's powers.
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct sets[_LINUX_CAPABILITY_U32S_3]{};
+    if (::syscall(SYS_capget, &header, sets) != 0) return bad("cannot read capabilities");
+    for (const auto& word : sets)
+        if (word.effective != 0 || word.permitted != 0 || word.inheritable != 0) return bad("capabilities remain");
     // Bounding and ambient sets straight from the kernel, not through the
     // library that did the drop: libcap-ng parses the bounding set out of
     // /proc/PID/status, which a /proc of another pid namespace misreports,

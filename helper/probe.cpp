@@ -1,7 +1,6 @@
 // probe.cpp: mountinfo parsing and the namespace/procfs trial.
 #include "probe.hpp"
 
-#include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -15,6 +14,7 @@
 #include <cstring>
 
 #include "fault.hpp"
+#include "file_read.hpp"
 #include "privdrop.hpp"
 #include "unique_fd.hpp"
 
@@ -33,20 +33,6 @@ std::vector<std::string_view> fields(std::string_view line) {
         pos = end;
     }
     return out;
-}
-
-std::string read_small_file(const char* path) {
-    UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC));
-    std::string text;
-    if (!fd.valid()) return text;
-    char buf[8192];
-    while (text.size() < (4u << 20)) {
-        const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        text.append(buf, static_cast<std::size_t>(n));
-    }
-    return text;
 }
 
 // Child-side codes of the trial, reported through the exit status.
@@ -172,7 +158,9 @@ HostProbe probe_host(const std::vector<std::string>& ro_bind, uid_t uid, gid_t g
     } else {
         p.trial_deferred = true;
     }
-    p.host_proc_hidepid = mountinfo_proc_hidepid(read_small_file("/proc/self/mountinfo"));
+    // Unreadable or over 4 MiB: no /proc mount is known to hide anything (fail closed).
+    const auto mountinfo = read_bounded("/proc/self/mountinfo", std::size_t{4} << 20);
+    p.host_proc_hidepid = mountinfo && mountinfo_proc_hidepid(mountinfo.value());
     p.paths = inspect_host_paths(ro_bind);
     return p;
 }

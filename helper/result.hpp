@@ -1,5 +1,6 @@
 // result.hpp: the value type every fallible step returns. Errors carry the exit
-// code from DESIGN.md and a one-line message; only main turns them into an exit.
+// code of the command-line contract (docs/ARCHITECTURE.md, "Command line")
+// and a one-line message; only main turns them into an exit.
 #pragma once
 
 #include <string>
@@ -8,7 +9,7 @@
 
 namespace clihost {
 
-// Exit codes are part of the stable command-line contract (DESIGN.md).
+// Exit codes are part of the stable command-line contract (docs/ARCHITECTURE.md).
 enum class Exit : int {
     ok = 0,
     refused = 1,   // policy said no: caller, tenant, input

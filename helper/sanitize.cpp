@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "fault.hpp"
+#include "validate.hpp"
 
 namespace clihost {
 namespace {

@@ -3,22 +3,10 @@
 // signal dispositions, rlimits. Keep what we need, reset the rest.
 #pragma once
 
-#include <sys/types.h>
-
-#include <optional>
-#include <string>
-
-#include "identity.hpp"
-#include "plan.hpp"
+#include "result.hpp"
+#include "start_state.hpp"
 
 namespace clihost {
-
-struct StartState {
-    Credentials creds;
-    CallerEnv caller_env;                       // candidates for extra_env
-    std::optional<std::string> config_override; // CLIHOST_JAIL_CONFIG, real uid 0 only
-    pid_t parent{0};                            // who started us (ttyd, sudo, the proxy)
-};
 
 // Fds 0-2 made valid, everything above closed, core dumps and ptrace off,
 // umask 022, signal dispositions and mask reset, parent-death signal set, the

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "config.hpp"
+#include "validate.hpp"
 
 namespace clihost {
 

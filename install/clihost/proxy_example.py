@@ -38,7 +38,7 @@ HELPER = "/usr/libexec/clihost-jail/clihost-jail"
 TTYD = "/usr/bin/ttyd"
 SUDO = "/usr/bin/sudo"
 
-# The helper's rules (DESIGN.md): session [A-Za-z0-9_.-]{1,64}, not starting
+# The helper's rules (docs/ARCHITECTURE.md): session [A-Za-z0-9_.-]{1,64}, not starting
 # with '-' or '.'; account names as the helper accepts them.
 SESSION_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\Z")
 USER_RE = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]{0,31}\Z")

@@ -1,11 +1,16 @@
-// fuzz_plan.cpp: build_plan and shell_quote over a Policy, tenant, request,
-// caller env, PAM env and probe result derived from the bytes. The argv is
-// read back the way bwrap parses it, and the invariants the jail's safety
-// rests on are asserted: a fuzzed value must never become a bwrap option, an
-// environment variable of its choosing, or a host /proc.
-// The seeds in corpus/fuzz_plan follow the order in which the bytes are
-// consumed below; reordering the Consume* calls turns them into plain bytes.
+// fuzz_plan.cpp: build_plan and shell_quote over inputs made the way the
+// helper makes them: a config text derived from the bytes goes through
+// parse_config, an account derived from the bytes goes through
+// validate_tenant (over the fake account database of the unit tests, with a
+// fuzzed home inspection), and only what those accept reaches build_plan,
+// with a request, caller env, PAM env and probe result derived from the
+// bytes. The argv is read back the way bwrap parses it, and the invariants
+// the jail's safety rests on are asserted: a fuzzed value must never become a
+// bwrap option, an environment variable of its choosing, or a host /proc.
+// The seeds in corpus/fuzz_plan predate this input shape; the fuzzer treats
+// them as plain bytes and grows its own corpus from them.
 #include <fuzzer/FuzzedDataProvider.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -15,6 +20,9 @@
 #include <string_view>
 #include <vector>
 
+#include "config.hpp"
+#include "fake_accounts.hpp"
+#include "identity.hpp"
 #include "plan.hpp"
 #include "seccomp_filter.hpp"
 
@@ -30,7 +38,9 @@ void check(bool ok) {
 constexpr std::string_view kWords[] = {
     "PATH",      "LD_PRELOAD", "LD_LIBRARY_PATH", "TTYD_SANDBOX", "HOME", "TERM",   "LANG", "LC_ALL",
     "COLORTERM", "GLIBC_TUNABLES", "IFS",       "/proc",        "--",   "--setenv", "=",  "true",
-    "/usr",      "/home/alice", "xterm-256color", "C.UTF-8",    "main", "",         "--clearenv"};
+    "/usr",      "/home/alice", "xterm-256color", "C.UTF-8",    "main", "",         "--clearenv",
+    "false",     "private",     "private-or-hidepid", "inherit", "/usr/bin/bwrap", "/var/lib", "/tmp",
+    "/home",     "/",           "/bin/bash",    "#",            "\n",  "/dev",     "/proc/sys"};
 
 std::string word(FuzzedDataProvider& in) {
     if (in.ConsumeBool()) return std::string(kWords[in.ConsumeIntegralInRange<std::size_t>(0, std::size(kWords) - 1)]);
@@ -43,57 +53,57 @@ std::vector<std::string> words(FuzzedDataProvider& in, std::size_t max) {
     return out;
 }
 
-// parse_config guarantees these (fuzz_config checks that it does); the plan
-// may rely on them, so a Policy outside them is not an input it can get.
-std::vector<std::string> bindable_paths(FuzzedDataProvider& in) {
-    auto paths = words(in, 6);
-    std::erase_if(paths, [](const std::string& p) {
-        // parse_config accepts "ro_bind = /proc", which with proc = private
-        // yields "--ro-bind /proc /proc" before "--proc /proc": shadowed by
-        // the fresh procfs, but not what "private" promises. Left out here
-        // until the config refuses it (an open decision, not a crash).
-        return !is_clean_absolute_path(p) || p == "/" || p == "/proc";
-    });
-    return paths;
+std::string joined(const std::vector<std::string>& list) {
+    std::string out;
+    for (const auto& w : list) out += (out.empty() ? "" : " ") + w;
+    return out;
 }
 
-Policy make_policy(FuzzedDataProvider& in) {
-    Policy p;
-    if (in.ConsumeBool()) {
-        auto bwrap = word(in);
-        if (is_clean_absolute_path(bwrap)) p.bwrap = bwrap;
-    }
-    p.proc = in.PickValueInArray({ProcMode::private_only, ProcMode::private_or_hidepid, ProcMode::inherit});
-    if (in.ConsumeBool()) p.ro_bind = bindable_paths(in);
-    if (in.ConsumeBool()) p.tmpfs = bindable_paths(in);
-    p.allow_caller_command = in.ConsumeBool();
-    p.nested_sandbox = in.ConsumeBool();
-    // Only the syntax check is applied to extra_env: reserved names (PATH,
-    // LD_*, TTYD_SANDBOX) are kept so build_environment's own refusal is tested.
-    if (in.ConsumeBool()) {
-        p.extra_env = words(in, 6);
-        std::erase_if(p.extra_env, [](const std::string& n) { return !is_valid_env_name(n); });
-    }
-    return p;
-}
-
-// What validate_tenant lets through: a clean absolute home that is not "/"
-// and not under a ro_bind directory; name and shell are the passwd entry's.
-// "/proc" is root-owned, so its check that the tenant owns the home refuses it.
-Tenant make_tenant(FuzzedDataProvider& in, const Policy& policy) {
-    Tenant t;
-    t.account.name = word(in);
-    t.account.uid = in.ConsumeIntegral<uid_t>();
-    t.account.gid = in.ConsumeIntegral<gid_t>();
-    t.account.home = in.ConsumeBool() ? "/home/" + word(in) : word(in);
-    if (!is_clean_absolute_path(t.account.home) || t.account.home == "/" || t.account.home == "/proc")
-        t.account.home = "/home/alice";
-    for (const auto& dir : policy.ro_bind)
-        if (t.account.home.starts_with(dir + "/")) t.account.home = "/home/alice";
-    t.account.shell = in.ConsumeBool() ? std::string() : word(in);
-    if (!t.account.shell.empty() && !is_clean_absolute_path(t.account.shell)) t.account.shell = "/bin/bash";
-    t.groups = {t.account.gid};
+// A jail.conf whose [jail] keys come from the bytes (each present or not);
+// the tenant group is fixed so that an account can be a member of it.
+std::string config_text(FuzzedDataProvider& in) {
+    std::string t = "[callers]\nusers = clihost\n[tenants]\ngroup = clihost-tenants\n";
+    if (in.ConsumeBool()) t += "min_uid = " + std::to_string(in.ConsumeIntegral<std::uint32_t>()) + "\n";
+    if (in.ConsumeBool()) t += "max_uid = " + std::to_string(in.ConsumeIntegral<std::uint32_t>()) + "\n";
+    t += "[jail]\n";
+    if (in.ConsumeBool()) t += "bwrap = " + word(in) + "\n";
+    if (in.ConsumeBool()) t += "proc = " + word(in) + "\n";
+    if (in.ConsumeBool()) t += "ro_bind = " + joined(words(in, 6)) + "\n";
+    if (in.ConsumeBool()) t += "tmpfs = " + joined(words(in, 6)) + "\n";
+    if (in.ConsumeBool()) t += "allow_caller_command = " + word(in) + "\n";
+    if (in.ConsumeBool()) t += "extra_env = " + joined(words(in, 6)) + "\n";
+    if (in.ConsumeBool()) t += "nested_sandbox = " + word(in) + "\n";
+    if (in.ConsumeBool()) t += "tmpfs_size = " + word(in) + "\n";
+    if (in.ConsumeBool()) t += "shell = " + word(in) + "\n";
     return t;
+}
+
+// One account in the tenant group (or not), in the fake passwd/group
+// database; its home as lstat would describe it.
+struct Host {
+    clihost::testing::FakeAccountDb db;
+    std::string name;
+    HomeInfo home;
+};
+
+Host make_host(FuzzedDataProvider& in) {
+    Host h;
+    const gid_t tenants = in.ConsumeIntegral<gid_t>();
+    h.db.add_group("clihost-tenants", tenants);
+    h.name = word(in);
+    Account a{h.name, in.ConsumeIntegral<uid_t>(), in.ConsumeIntegral<gid_t>(),
+              in.ConsumeBool() ? "/home/" + word(in) : word(in), in.ConsumeBool() ? std::string() : word(in)};
+    std::vector<gid_t> supplementary;
+    if (in.ConsumeBool()) supplementary.push_back(tenants);
+    for (std::size_t n = in.ConsumeIntegralInRange<std::size_t>(0, 3); n > 0; --n)
+        supplementary.push_back(in.ConsumeIntegral<gid_t>());
+    h.home.exists = in.ConsumeIntegralInRange<int>(0, 7) != 0;
+    h.home.is_symlink = in.ConsumeIntegralInRange<int>(0, 7) == 0;
+    h.home.is_dir = in.ConsumeIntegralInRange<int>(0, 7) != 0;
+    h.home.owner = in.ConsumeBool() ? a.uid : in.ConsumeIntegral<uid_t>();
+    h.home.mode = static_cast<mode_t>(S_IFDIR | in.ConsumeIntegralInRange<unsigned>(0, 07777));
+    h.db.add_user(std::move(a), std::move(supplementary));
+    return h;
 }
 
 HostProbe make_probe(FuzzedDataProvider& in, const Policy& policy) {
@@ -112,7 +122,7 @@ HostProbe make_probe(FuzzedDataProvider& in, const Policy& policy) {
     return probe;
 }
 
-// bwrap's options as build_bwrap_argv uses them, with their argument counts.
+// bwrap's options as render_bwrap_argv uses them, with their argument counts.
 // Deliberately closed: a new option in the argv fails here until it is added
 // (and its invariant, if any, written down below).
 int arity(std::string_view opt) {
@@ -120,7 +130,8 @@ int arity(std::string_view opt) {
         {"--unshare-user", 0}, {"--unshare-pid", 0}, {"--unshare-ipc", 0}, {"--disable-userns", 0}, {"--die-with-parent", 0},
         {"--seccomp", 1},      {"--clearenv", 0},    {"--setenv", 2},      {"--ro-bind", 2},
         {"--symlink", 2},      {"--bind", 2},        {"--dev", 1},         {"--proc", 1},
-        {"--tmpfs", 1},        {"--chdir", 1}};
+        {"--tmpfs", 1},        {"--chdir", 1},       {"--unshare-net", 0}, {"--new-session", 0},
+        {"--json-status-fd", 1}, {"--remount-ro", 1}, {"--size", 1}};
     const auto it = kArity.find(opt);
     return it == kArity.end() ? -1 : it->second;
 }
@@ -264,14 +275,34 @@ void check_shell_quote(std::string_view word_in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     FuzzedDataProvider in(data, size);
-    const Policy policy = make_policy(in);
-    const Tenant tenant = make_tenant(in, policy);
+    // shell_quote over any bytes, whatever the config and tenant make of them.
+    check_shell_quote(in.ConsumeRandomLengthString(256));
+    const auto parsed = parse_config(config_text(in));
+    if (!parsed) return 0;
+    const Policy& policy = parsed.value();
+    const Host host = make_host(in);
+    // /proc and /dev are the jail's own mounts, and on a host they (and
+    // everything under /dev) belong to root, which validate_tenant's owner
+    // rule refuses; the fuzzed inspection answers for them as the host does.
+    // (/proc/PID of a tenant's own process is the tenant's: only root, who
+    // writes passwd, could point a home there.)
+    const HomeInspector inspect = [home = host.home](const std::string& path) {
+        HomeInfo h = home;
+        for (std::string_view own : {"/proc", "/dev"})
+            if (path == own || path.starts_with(std::string(own) + "/")) h.owner = 0;
+        return h;
+    };
+    const auto validated = validate_tenant(policy, host.name, host.db, inspect);
+    if (!validated) return 0;
+    const Tenant& tenant = validated.value();
     Request request;
     request.action = in.PickValueInArray({JailAction::serve, JailAction::attach, JailAction::kill_session,
                                           JailAction::list_sessions, JailAction::command});
     request.session = word(in);
     if (in.ConsumeBool()) request.command = words(in, 4);
-    const HostProbe probe = make_probe(in, policy);
+    HostProbe probe = make_probe(in, policy);
+    // Only proc = private may defer the trial (what commands.cpp does).
+    probe.trial_deferred = policy.proc == ProcMode::private_only && in.ConsumeBool();
     CallerEnv caller_env;
     for (std::size_t n = in.ConsumeIntegralInRange<std::size_t>(0, 6); n > 0; --n) caller_env[word(in)] = word(in);
     const std::vector<std::string> pam_env = words(in, 6);
@@ -288,7 +319,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const auto dashdash = std::find(a.begin(), a.end(), "--");
         check(is_client_action(request.action) == (std::find(a.begin(), dashdash, "--unshare-net") != dashdash));
         check((request.action == JailAction::serve) == (std::find(a.begin(), dashdash, "--new-session") != dashdash));
-        check(probe.user_namespaces);
+        check(probe.trial_deferred || probe.user_namespaces);
+        check(plan.value().trial_in_child == probe.trial_deferred);
         check_environment(plan.value().env, tenant);
         check_argv(plan.value(), policy, tenant, request);
         if (plan.value().proc_source == "host" && policy.proc == ProcMode::private_or_hidepid)
@@ -298,7 +330,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const Exit code = plan.error().code;
         check(code == Exit::refused || code == Exit::usage || code == Exit::host);
     }
-    // shell_quote on the raw bytes too, not only on what made it into a plan.
-    check_shell_quote(in.ConsumeRemainingBytesAsString());
     return 0;
 }

@@ -4,9 +4,8 @@
   leave a marker file in a world-writable directory under the host's /tmp
   when they run. Inside the jail /tmp is a private tmpfs, so any marker there
   means a payload ran outside the jail (and its name says with which uids).
-- spawn(): run the helper as some user with full control of the environment,
-  rlimits, inherited fds and closed std fds, and report the helper's pid: the
-  audit lines of refusals that happen before the session is known carry
+- pid_audit(): the audit lines of one helper run (conftest.spawn reports the
+  helper's pid): refusals that happen before the session is known carry
   session=-, but syslog tags every line with clihost-jail[PID].
 - Guard: a snapshot of files outside the tenant's home that no attack may
   change (the policy, the PAM service, the installed binary, root-only and
@@ -14,7 +13,6 @@
 
 Everything this module creates is named ctj-attack-* and removed afterwards.
 """
-import datetime
 import hashlib
 import os
 import pwd
@@ -23,108 +21,19 @@ import shutil
 import stat
 import subprocess
 import tempfile
-import time
 import uuid
 
 import pytest
 
-from conftest import AUTH_LOG, PROXY, TEST_CONFIG, TENANTS
+from conftest import PROXY, TEST_CONFIG, TENANTS, pid_lines, pids, start_as, wait_until
+# The attack suites import these from here; they live in conftest (one spawn helper for every suite).
+from conftest import Ran, spawn  # noqa: F401 (re-exported)
 
 HOST_PIDNS = os.readlink("/proc/self/ns/pid")
 
 # Printed by a jailed shell: proves where it runs (and as whom).
 INSIDE = ('echo "CTJ_INSIDE uid=$(id -u) sandbox=$TTYD_SANDBOX '
           'pidns=$(readlink /proc/self/ns/pid) pid=$$"')
-
-
-class Ran:
-    def __init__(self, returncode, stdout, stderr, pid, started=0.0):
-        self.returncode, self.stdout, self.stderr, self.pid = returncode, stdout, stderr, pid
-        self.started = started
-
-    def __repr__(self):
-        return f"Ran(rc={self.returncode}, pid={self.pid}, out={self.stdout[-600:]!r}, err={self.stderr[-600:]!r})"
-
-
-def spawn(argv, user=PROXY, env=None, limits=(), pass_fds=(), close_std=(), timeout=60, binary=False, pipes=False):
-    """Run argv as `user` (None: root) like the proxy would; returns Ran.
-
-    limits: (resource, (soft, hard)) set after the demotion (only lowering,
-    except what the hard limit allows); close_std: std fds closed right before
-    exec; pass_fds: inherited fds (kept at their numbers)."""
-    pw = pwd.getpwnam(user) if user else None
-
-    def setup():
-        if pw:
-            os.initgroups(user, pw.pw_gid)
-            os.setgid(pw.pw_gid)
-            os.setuid(pw.pw_uid)
-        import resource
-        for res, val in limits:
-            resource.setrlimit(res, val)
-        for fd in close_std:
-            os.close(fd)
-
-    if pipes:  # for RLIMIT_FSIZE: writing to a regular file would be the limit's business
-        started = time.time()
-        p = subprocess.Popen(argv, env=env if env is not None else {"PATH": "/usr/bin:/bin"}, preexec_fn=setup,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             pass_fds=pass_fds, cwd="/")
-        out, err = p.communicate(timeout=timeout)
-        if not binary:
-            out, err = out.decode(errors="replace"), err.decode(errors="replace")
-        return Ran(p.returncode, out, err, p.pid, started)
-    # Files, not pipes: a jail process that outlives the helper (the bug
-    # class some tests look for) would hold a pipe open and hang the test.
-    with tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
-        started = time.time()
-        p = subprocess.Popen(argv, env=env if env is not None else {"PATH": "/usr/bin:/bin"}, preexec_fn=setup,
-                             stdin=subprocess.DEVNULL, stdout=fout, stderr=ferr, pass_fds=pass_fds, cwd="/")
-        try:
-            p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            raise
-        fout.seek(0)
-        ferr.seek(0)
-        out, err = fout.read(), ferr.read()
-    if not binary:
-        out, err = out.decode(errors="replace"), err.decode(errors="replace")
-    return Ran(p.returncode, out, err, p.pid, started)
-
-
-def _logged_at(line):
-    try:
-        return datetime.datetime.fromisoformat(line.split(" ", 1)[0]).timestamp()
-    except ValueError:
-        return 0.0
-
-
-def recent_log_lines(max_bytes=8 << 20):
-    """The last few MiB of the auth log (it is large and shared by all suites)."""
-    try:
-        with open(AUTH_LOG, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - max_bytes))
-            data = f.read()
-    except FileNotFoundError:
-        return []
-    lines = data.decode(errors="replace").splitlines(True)
-    return lines[1:] if size > max_bytes else lines
-
-
-def pid_lines(host, pid, since, want=1, timeout=5.0):
-    """Every syslog line of one helper process (tagged clihost-jail[PID]),
-    written since `since` (pids are reused; the log is not)."""
-    deadline = time.time() + timeout
-    while True:
-        tag = f"clihost-jail[{pid}]:"
-        lines = [l for l in recent_log_lines() if tag in l and _logged_at(l) >= since - 1.0]
-        if len(lines) >= want or time.time() >= deadline:
-            return lines
-        time.sleep(0.1)
 
 
 def pid_audit(host, r, want=1, timeout=5.0):
@@ -369,38 +278,16 @@ def guard(host, payloads, alice):
 # --- tmux and processes ---------------------------------------------------------------------
 
 def tmux_sock(host, tenant):
-    return os.path.join(host.home(tenant), ".cache", "tmux", "clihost.sock")
+    return host.tmux_sock(tenant)
 
 
 def has_tmux_session(host, tenant, session):
-    return host.run_as(tenant, ["tmux", "-S", tmux_sock(host, tenant), "has-session", "-t",
-                                "=" + session]).returncode == 0
-
-
-def wait_until(pred, timeout=10.0, step=0.05):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()
-
-
-def helper_pids(host):
-    return host.helper_pids()
+    return host.has_tmux_session(tenant, session)
 
 
 def live_processes(host, user):
-    """Processes of user that still run (zombies waiting for init to reap
-    them, which this VM's init does lazily, run nothing)."""
-    out = []
-    for p in host.processes_of(user):
-        try:
-            if open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
-                out.append(p)
-        except OSError:
-            pass
-    return out
+    """Processes of user that still run (zombies run nothing)."""
+    return pids(uid=pwd.getpwnam(user).pw_uid, live=True)
 
 
 def wait_no_live(host, user, timeout=5.0):
@@ -408,31 +295,13 @@ def wait_no_live(host, user, timeout=5.0):
 
 
 def pids_named(host, user, comm):
-    out = []
-    for p in host.processes_of(user):
-        try:
-            if open(f"/proc/{p}/comm").read().strip() == comm:
-                out.append(p)
-        except OSError:
-            pass
-    return out
+    return pids(uid=pwd.getpwnam(user).pw_uid, comm=comm)
 
 
 def start_jail(host, tenant, script, session, env=None, user=PROXY):
     """A jail running in the background (as the proxy would start it)."""
-    pw = pwd.getpwnam(user)
-
-    def demote():
-        os.initgroups(user, pw.pw_gid)
-        os.setgid(pw.pw_gid)
-        os.setuid(pw.pw_uid)
-
-    started = time.time()
-    p = subprocess.Popen(host.jail(tenant, script, session=session), env=env or {"PATH": "/usr/bin:/bin"},
-                         preexec_fn=demote, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, cwd="/", start_new_session=True)
-    p.started = started
-    return p
+    return start_as(user, host.jail(tenant, script, session=session), env=env or None, stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 def quote(argv):

@@ -1,19 +1,30 @@
-"""Shared fixtures of the root integration suites: real users and groups,
-the real helper installed setuid-root into a temporary prefix, the repo's PAM
-service, a root-owned test config, and readers for the audit log.
+"""The harness of the root integration suites, in one place:
+
+- the `host` fixture: real users and groups, the real helper installed
+  setuid-root into a temporary prefix, the repo's PAM service, a root-owned
+  test config and its variants (`Host.config_variant`);
+- becoming a user: `as_user` is the one demotion (groups, gid, uid, then
+  rlimits and closed std fds) every child the harness starts as someone else
+  goes through; `start_as` starts such a child, `spawn` runs one to its end;
+- the audit-log reader: `log_lines` (and `Host.audit_lines`, `pid_lines`);
+- the process scanner: `pids` (and `proc_state`, `proc_status`,
+  `proc_children`, `proc_exe`).
 
 Every name the suites create starts with "ctj"; everything is removed after.
 """
 import contextlib
+import datetime
 import fcntl
 import glob
 import grp
 import os
 import pwd
+import resource
 import shutil
 import signal
 import subprocess
 import tempfile
+import termios
 import time
 import uuid
 
@@ -33,6 +44,9 @@ OUTSIDER = "ctj-outsider"      # may not even exec it
 TENANTS = ["ctj-alice", "ctj-bob"]
 NON_TENANT = "ctj-carol"
 
+# What a child started by the harness gets unless a test says otherwise.
+DEFAULT_ENV = {"PATH": "/usr/bin:/bin"}
+
 BASE_CONFIG = f"""[callers]
 users = {PROXY}
 groups =
@@ -50,6 +64,195 @@ TEST_SSHD_DROP_IN = "/etc/ssh/sshd_config.d/ctj-routes-test.conf"
 
 def sh(*args, check=True, **kw):
     return subprocess.run(list(args), check=check, capture_output=True, text=True, **kw)
+
+
+# --- becoming a user ----------------------------------------------------------
+
+def as_user(user, limits=(), close_std=(), controlling_tty=False):
+    """A preexec_fn that makes the child `user` (None: it stays root) the way
+    the proxy's own process is that user: its supplementary groups
+    (initgroups), gid, uid. Then `limits` ((resource, (soft, hard)) pairs,
+    set after the demotion, so only what the user may set), then the std fds
+    in `close_std` are closed. controlling_tty: first a new session with
+    stdin (a pty slave) as its controlling terminal, as ttyd gives one."""
+    pw = pwd.getpwnam(user) if user else None
+
+    def setup():
+        if controlling_tty:
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        if pw:
+            os.initgroups(user, pw.pw_gid)
+            os.setgid(pw.pw_gid)
+            os.setuid(pw.pw_uid)
+        for res, val in limits:
+            resource.setrlimit(res, val)
+        for fd in close_std:
+            os.close(fd)
+
+    return setup
+
+
+def start_as(user, argv, env=None, limits=(), close_std=(), controlling_tty=False, **popen):
+    """Start argv as `user` (see as_user) in "/", with DEFAULT_ENV unless env
+    is given; returns the Popen, with .started (time.time() just before)."""
+    started = time.time()
+    p = subprocess.Popen(argv, env=dict(DEFAULT_ENV) if env is None else env, cwd="/",
+                         preexec_fn=as_user(user, limits, close_std, controlling_tty), **popen)
+    p.started = started
+    return p
+
+
+class Ran:
+    """What spawn returns: like subprocess.CompletedProcess, plus the pid
+    (syslog tags every line with clihost-jail[PID]) and the start time."""
+
+    def __init__(self, returncode, stdout, stderr, pid, started=0.0):
+        self.returncode, self.stdout, self.stderr, self.pid = returncode, stdout, stderr, pid
+        self.started = started
+
+    def __repr__(self):
+        return f"Ran(rc={self.returncode}, pid={self.pid}, out={self.stdout[-600:]!r}, err={self.stderr[-600:]!r})"
+
+
+def spawn(argv, user=PROXY, env=None, limits=(), pass_fds=(), close_std=(), timeout=60, binary=False, pipes=False):
+    """Run argv as `user` (None: root) to its end, stdin /dev/null; returns Ran.
+
+    Output goes to files, not pipes: a jail process that outlives the helper
+    (the bug class some tests look for) would hold a pipe open and hang the
+    test. pipes=True for RLIMIT_FSIZE, where writing to a regular file would
+    be the limit's business. pass_fds: inherited fds (kept at their numbers)."""
+    if pipes:
+        p = start_as(user, argv, env, limits, close_std, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, pass_fds=pass_fds)
+        out, err = p.communicate(timeout=timeout)
+    else:
+        with tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
+            p = start_as(user, argv, env, limits, close_std, stdin=subprocess.DEVNULL, stdout=fout, stderr=ferr,
+                         pass_fds=pass_fds)
+            try:
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                raise
+            fout.seek(0)
+            ferr.seek(0)
+            out, err = fout.read(), ferr.read()
+    if not binary:
+        out, err = out.decode(errors="replace"), err.decode(errors="replace")
+    return Ran(p.returncode, out, err, p.pid, p.started)
+
+
+# --- the audit log ----------------------------------------------------------------
+
+def _read_auth_log(tail_bytes=None):
+    """The auth log's lines; with tail_bytes only its last that many bytes
+    (the log is large and shared by all suites), without the cut first line."""
+    try:
+        with open(AUTH_LOG, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            cut = tail_bytes is not None and size > tail_bytes
+            f.seek(size - tail_bytes if cut else 0)
+            data = f.read()
+    except FileNotFoundError:
+        return []
+    lines = data.decode(errors="replace").splitlines(True)
+    return lines[1:] if cut else lines
+
+
+def log_lines(select, want=1, timeout=5.0, tail_bytes=None):
+    """The auth-log lines for which select(line) is true, once there are
+    `want` of them or `timeout` seconds have passed (syslog writes them
+    asynchronously)."""
+    deadline = time.time() + timeout
+    while True:
+        lines = [l for l in _read_auth_log(tail_bytes) if select(l)]
+        if len(lines) >= want or time.time() >= deadline:
+            return lines
+        time.sleep(0.1)
+
+
+def logged_at(line):
+    """The time of a syslog line (rsyslog's ISO timestamp), or 0."""
+    try:
+        return datetime.datetime.fromisoformat(line.split(" ", 1)[0]).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def pid_lines(host, pid, since, want=1, timeout=5.0):
+    """Every syslog line of one helper process (tagged clihost-jail[PID]),
+    written since `since` (pids are reused; the log is not)."""
+    tag = f"clihost-jail[{pid}]:"
+    return log_lines(lambda l: tag in l and logged_at(l) >= since - 1.0, want, timeout, tail_bytes=8 << 20)
+
+
+# --- processes ----------------------------------------------------------------------
+
+def proc_exe(pid):
+    return os.readlink(f"/proc/{pid}/exe")
+
+
+def proc_state(pid):
+    """The state letter of /proc/PID/stat (R, S, T, Z, X, ...)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def proc_status(pid, key):
+    """The fields of the "KEY:" line of /proc/PID/status (e.g. Uid: real,
+    effective, saved, fs)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return line.split()[1:]
+    raise OSError(f"no {key} in /proc/{pid}/status")
+
+
+def proc_children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def pids(uid=None, exe=None, comm=None, live=False):
+    """The processes that match every criterion given: owned by uid, running
+    the binary exe, named comm, and (live) not a zombie (this VM's init reaps
+    lazily, and a zombie runs nothing). A process that vanishes while it is
+    read does not match."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        try:
+            if uid is not None and os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
+            if exe is not None and proc_exe(pid) != exe:
+                continue
+            if comm is not None:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() != comm:
+                        continue
+            if live and proc_state(pid) in ("Z", "X"):
+                continue
+        except OSError:
+            continue
+        out.append(pid)
+    return out
+
+
+def wait_until(pred, timeout=10.0, step=0.05):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
 
 
 def _delete_user(name):
@@ -141,39 +344,67 @@ class Host:
         os.chown(path, 0, 0)
         os.chmod(path, 0o644)
 
-    def config_variant(self, extra):
-        """A root-owned config: the base plus `extra` keys; returns its path."""
+    def config_variant(self, extra=None, replace=None):
+        """A root-owned config; returns its path. extra: {section: "key = value\n..."}
+        lines added at the top of the section (a key the base sets too is then
+        a duplicate, which the helper refuses). replace: {section: {key: value}}
+        sets each key to value, in place if the base has it, added otherwise;
+        a value of None removes the key."""
         path = os.path.join(self.variants, f"{uuid.uuid4().hex}.conf")
-        text = BASE_CONFIG
-        for section, body in extra.items():
-            if f"[{section}]" in text:
-                text = text.replace(f"[{section}]\n", f"[{section}]\n{body}\n", 1)
-            else:
-                text += f"[{section}]\n{body}\n"
-        self._write(path, text)
+        lines = BASE_CONFIG.splitlines()
+
+        def section_end(section):
+            """Index after the last line of [section], appending the header if absent."""
+            if f"[{section}]" not in lines:
+                lines.append(f"[{section}]")
+            i = lines.index(f"[{section}]") + 1
+            while i < len(lines) and not lines[i].startswith("["):
+                i += 1
+            return i
+
+        for section, keys in (replace or {}).items():
+            for key, value in keys.items():
+                end = section_end(section)
+                start = lines.index(f"[{section}]") + 1
+                at = next((i for i in range(start, end) if lines[i].split("=", 1)[0].strip() == key), None)
+                if at is not None and value is None:
+                    del lines[at]
+                elif at is not None:
+                    lines[at] = f"{key} = {value}"
+                elif value is not None:
+                    lines.insert(end, f"{key} = {value}")
+        for section, body in (extra or {}).items():
+            section_end(section)
+            at = lines.index(f"[{section}]") + 1
+            lines[at:at] = body.splitlines()
+        self._write(path, "\n".join(lines) + "\n")
         return path
 
     # --- running ------------------------------------------------------------
     def home(self, user):
         return pwd.getpwnam(user).pw_dir
 
-    def run_as(self, user, args, env=None, timeout=60, **kw):
+    def run_as(self, user, args, env=None, timeout=60):
         """Run args as `user` (uid, gid and groups), like the proxy would."""
-        pw = pwd.getpwnam(user)
+        return spawn(args, user=user, env=env, timeout=timeout)
 
-        def demote():
-            os.initgroups(user, pw.pw_gid)
-            os.setgid(pw.pw_gid)
-            os.setuid(pw.pw_uid)
+    def tmux_sock(self, tenant):
+        """The tenant's tmux socket, where the helper's tmux commands put it."""
+        return os.path.join(self.home(tenant), ".cache", "tmux", "clihost.sock")
 
-        return subprocess.run(args, env=env if env is not None else {"PATH": "/usr/bin:/bin"},
-                              preexec_fn=demote, capture_output=True, text=True, timeout=timeout, cwd="/", **kw)
+    def tmux(self, tenant, *args):
+        """tmux ARGS as the tenant on the tenant's socket (outside any jail)."""
+        return self.run_as(tenant, ["tmux", "-S", self.tmux_sock(tenant), *args])
 
-    def run_root(self, args, env=None, config=None, timeout=60, **kw):
+    def has_tmux_session(self, tenant, session):
+        return self.tmux(tenant, "has-session", "-t", "=" + session).returncode == 0
+
+    def run_root(self, args, env=None, config=None, timeout=60):
+        """Run args as root (a root proxy); config: CLIHOST_JAIL_CONFIG."""
         e = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"} if env is None else dict(env)
         if config:
             e["CLIHOST_JAIL_CONFIG"] = config
-        return subprocess.run(args, env=e, capture_output=True, text=True, timeout=timeout, cwd="/", **kw)
+        return spawn(args, user=None, env=e, timeout=timeout)
 
     def jail(self, tenant, script, session=None, verb="run"):
         """argv of `clihost-jail run` running /bin/sh -c script in the jail."""
@@ -183,65 +414,29 @@ class Host:
     # --- observing ------------------------------------------------------------
     def audit_lines(self, token, want=1, timeout=5.0):
         """auth.log lines containing token (waits for syslog to write them)."""
-        deadline = time.time() + timeout
-        lines = []
-        while time.time() < deadline:
-            try:
-                with open(AUTH_LOG, errors="replace") as f:
-                    lines = [l for l in f if token in l]
-            except FileNotFoundError:
-                lines = []
-            if len(lines) >= want:
-                break
-            time.sleep(0.1)
-        return lines
+        return log_lines(lambda l: token in l, want, timeout)
 
     def processes_of(self, user):
-        uid = pwd.getpwnam(user).pw_uid
-        out = []
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                st = os.stat(f"/proc/{pid}")
-            except FileNotFoundError:
-                continue
-            if st.st_uid == uid:
-                out.append(int(pid))
-        return out
+        return pids(uid=pwd.getpwnam(user).pw_uid)
 
     def helper_pids(self):
         """Processes running the installed helper: the waiting root parents
         and their watchers (the tenant's side, between the parent and bwrap)."""
-        out = []
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                if os.readlink(f"/proc/{pid}/exe") == self.bin:
-                    out.append(int(pid))
-            except OSError:
-                pass
-        return out
+        return pids(exe=self.bin)
 
     def waiting_parents(self):
         """The helper processes that still have effective uid 0."""
         out = []
         for pid in self.helper_pids():
             try:
-                with open(f"/proc/{pid}/status") as f:
-                    uids = next(l for l in f if l.startswith("Uid:")).split()
-            except (OSError, StopIteration):
+                if proc_status(pid, "Uid")[1] == "0":
+                    out.append(pid)
+            except OSError:
                 continue
-            if uids[2] == "0":
-                out.append(pid)
         return out
 
     def wait_gone(self, user, timeout=5.0):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if not self.processes_of(user):
-                return True
-            time.sleep(0.05)
-        return not self.processes_of(user)
+        return wait_until(lambda: not self.processes_of(user), timeout)
 
 
 class HostFiles:

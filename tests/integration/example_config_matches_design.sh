@@ -1,37 +1,63 @@
 #!/bin/bash
-# Checks that install/jail.conf states exactly the built-in defaults of
-# DESIGN.md's config block (same sections, keys, values, order) once comments
-# and spacing are removed, so the example can never drift from the contract.
-# DESIGN.md is looked up in shared/ beside the repository (or $DESIGN_MD).
+# The configuration is stated four times; all four must say the same thing
+# (same sections, keys, values and order once comments and spacing are
+# removed), so that none can drift from the contract:
+#   - docs/ARCHITECTURE.md, section "Config": the contract (the reference);
+#   - install/jail.conf: the example installed as /etc/clihost-jail/jail.conf;
+#   - README.md, section "Configuration": what users read first;
+#   - the built-in defaults: what the helper's library loads for an absent
+#     file, printed by the print_default_policy test tool
+#     ($CLIHOST_JAIL_PRINT_DEFAULTS, set by ctest; else looked up in build/ci).
 # Then, as root and if a built helper exists ($CLIHOST_JAIL_BIN or
-# build/clihost-jail), that the helper itself accepts the file: `check` with
-# CLIHOST_JAIL_CONFIG pointing at a copy in a root-owned directory must report
-# the config as ok (its exit code also depends on the host, so it is not used).
+# build/ci/clihost-jail), that the helper itself accepts install/jail.conf:
+# `check` with CLIHOST_JAIL_CONFIG pointing at a copy in a root-owned
+# directory must report the config as ok (its exit code also depends on the
+# host, so it is not used).
+# Needs nothing outside the repository and its build.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-design=${DESIGN_MD:-}
-for c in "$repo/../shared/DESIGN.md" "$repo/shared/DESIGN.md" /work/shared/DESIGN.md; do
-    [ -z "$design" ] && [ -f "$c" ] && design=$c
-done
-[ -n "$design" ] || { echo "SKIP: DESIGN.md not found"; exit 77; }
 
 # key = value lines and [sections], comments stripped, whitespace normalised
 normalise() { sed -e 's/#.*//' -e 's/[[:space:]]\+/ /g' -e 's/^ //' -e 's/ $//' -e 's/ *= */ = /' | grep -v '^$'; }
-expected=$(awk '/^## Config/ {c=1} c && /^```/ {n++; next} c && n==1' "$design" | normalise)
-actual=$(normalise < "$repo/install/jail.conf")
-[ -n "$expected" ] || { echo "FAIL: no config block found in $design"; exit 1; }
+# the first fenced block after the markdown heading $2 in file $1
+block_after() { awk -v h="$2" '$0 == h {c=1; next} c && /^```/ {n++; if (n == 2) exit; next} c && n == 1' "$1"; }
+
 pass=0 fail=0
-if [ "$expected" = "$actual" ]; then
-    echo "ok   install/jail.conf equals the DESIGN.md defaults ($(wc -l <<<"$actual") lines)"
-    pass=$((pass + 1))
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+
+reference=$(block_after "$repo/docs/ARCHITECTURE.md" "## Config" | normalise)
+if [ -z "$reference" ]; then
+    bad "no config block under '## Config' in docs/ARCHITECTURE.md"
+    echo "$pass passed, $fail failed"; exit 1
+fi
+compare() { # compare NAME TEXT
+    if [ "$reference" = "$2" ]; then
+        ok "$1 equals docs/ARCHITECTURE.md's config block ($(wc -l <<<"$2") lines)"
+    else
+        diff <(echo "$reference") <(echo "$2") || true
+        bad "$1 differs from docs/ARCHITECTURE.md's config block"
+    fi
+}
+compare install/jail.conf "$(normalise < "$repo/install/jail.conf")"
+compare "README.md's config block" "$(block_after "$repo/README.md" "## Configuration" | normalise)"
+
+print_defaults=${CLIHOST_JAIL_PRINT_DEFAULTS:-$repo/build/ci/tests/print_default_policy}
+if [ -x "$print_defaults" ]; then
+    compare "the built-in defaults" "$("$print_defaults" | normalise)"
 else
-    diff <(echo "$expected") <(echo "$actual") || true
-    echo "FAIL install/jail.conf differs from DESIGN.md"
-    fail=$((fail + 1))
+    bad "no print_default_policy at $print_defaults (build the tests first)"
 fi
 
-bin=${CLIHOST_JAIL_BIN:-$repo/build/clihost-jail}
+# Control: a block differing in one value is caught by the comparison above.
+if [ "$reference" != "$(sed 's/^min_uid = 1000$/min_uid = 1001/' <<<"$reference")" ]; then
+    ok "control: a changed value would be seen"
+else
+    bad "control: the comparison cannot see a changed value"
+fi
+
+bin=${CLIHOST_JAIL_BIN:-$repo/build/ci/clihost-jail}
 if [ "$(id -u)" = 0 ] && [ -x "$bin" ]; then
     # /tmp is world-writable, which the helper rightly refuses as a parent.
     dir=$(mktemp -d -p /run clihost-jail-conf.XXXXXX)
@@ -40,9 +66,9 @@ if [ "$(id -u)" = 0 ] && [ -x "$bin" ]; then
     install -m 0644 "$repo/install/jail.conf" "$dir/jail.conf"
     out=$(CLIHOST_JAIL_CONFIG=$dir/jail.conf "$bin" check 2>&1 || true)
     if grep -qx "config: $dir/jail.conf: ok.*" <<<"$out"; then
-        echo "ok   $bin accepts install/jail.conf"; pass=$((pass + 1))
+        ok "$bin accepts install/jail.conf"
     else
-        echo "$out"; echo "FAIL $bin does not accept install/jail.conf"; fail=$((fail + 1))
+        echo "$out"; bad "$bin does not accept install/jail.conf"
     fi
 else
     echo "skip helper check: needs root and a built helper"

@@ -2,7 +2,8 @@
 # Integration test of pam/clihost-jail (root only; creates and deletes users).
 # Checks: account refusals the helper relies on (expired account, forced
 # password change, root as tenant, nologin), that pam_authenticate always
-# fails, that the exact helper sequence succeeds both as root and in the
+# fails, that the helper's exact sequence (pam_sequence.py mirrors
+# helper/pam_session.cpp call for call) succeeds both as root and in the
 # setuid state (real uid = proxy user, euid 0), loginuid is set to the tenant,
 # and ~/.pam_environment is ignored. Uses a private copy of the service file
 # (pam_start_confdir); pamtester uses a temporary service name.
@@ -72,6 +73,8 @@ check "root sequence: open_session" 0 "$(seq_field open_session "$tenant")"
 check "root sequence: delete_cred" 0 "$(seq_field delete_cred "$tenant")"
 check "setuid state: close_session" 0 "$(seq_field close_session "$tenant" --caller-uid "$(id -u "$caller")")"
 check "setuid state: real uid stays the caller" "$(id -u "$caller")" "$(seq_field ruid "$tenant" --caller-uid "$(id -u "$caller")")"
+check "setuid state: PAM_RUSER is the caller's name" "$caller" "$(seq_field ruser "$tenant" --caller-uid "$(id -u "$caller")")"
+check "setuid state: credentials deleted" 0 "$(seq_field delete_cred "$tenant" --caller-uid "$(id -u "$caller")")"
 if [ -w /proc/self/loginuid ]; then
     check "loginuid is the tenant" "$tenant_uid" "$(seq_field loginuid "$tenant" --caller-uid "$(id -u "$caller")")"
 fi

@@ -6,28 +6,18 @@ import os
 import pwd
 import signal
 import struct
-import subprocess
 import termios
 import threading
-import time
+
+from conftest import start_as, wait_until
 
 
 class PtyProcess:
     def __init__(self, argv, user=None, env=None, rows=30, cols=100):
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        pw = pwd.getpwnam(user) if user else None
-
-        def setup():
-            os.setsid()
-            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-            if pw:
-                os.initgroups(user, pw.pw_gid)
-                os.setgid(pw.pw_gid)
-                os.setuid(pw.pw_uid)
-
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, preexec_fn=setup, cwd="/",
-                                     env=env or {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color"})
+        self.proc = start_as(user, argv, env=env or {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color"},
+                             controlling_tty=True, stdin=slave, stdout=slave, stderr=slave)
         os.close(slave)
         self._buf = bytearray()
         self._lock = threading.Lock()
@@ -53,12 +43,7 @@ class PtyProcess:
         os.write(self.master, text.encode())
 
     def wait_for(self, text, timeout=10.0):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if text in self.output():
-                return True
-            time.sleep(0.05)
-        return False
+        return wait_until(lambda: text in self.output(), timeout)
 
     def hangup(self):
         """What ttyd does when the browser goes away: SIGHUP to its command,

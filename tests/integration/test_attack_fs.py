@@ -18,7 +18,7 @@ import time
 import pytest
 
 from attackutil import Guard, assert_denied_in_audit, assert_refusal_line, guard, payloads, snapshot, spawn  # noqa
-from conftest import AUTH_LOG, BASE_CONFIG, PROXY, TENANT_GROUP, TEST_CONFIG, new_session, sh
+from conftest import BASE_CONFIG, PROXY, TENANT_GROUP, TEST_CONFIG, log_lines, new_session, sh, start_as
 
 
 def uid_of(user):
@@ -133,14 +133,7 @@ def test_socket_dir_swapped_during_launches(host, alice, guard, alice_cache, tar
     # dest/clihost.sock; .cache -> dest: dest/tmux/clihost.sock).
     socks = [os.path.join(dest, "clihost.sock"), os.path.join(dest, "tmux", "clihost.sock")]
     path = os.path.join(host.home(alice), level)
-    pw = pwd.getpwnam(alice)
-
-    def as_alice():
-        os.setgid(pw.pw_gid)
-        os.setuid(pw.pw_uid)
-
-    swapper = subprocess.Popen(["/usr/bin/python3", "-c", SWAPPER, path, dest, "3"], preexec_fn=as_alice,
-                               stdout=subprocess.PIPE, text=True, cwd="/")
+    swapper = start_as(alice, ["/usr/bin/python3", "-c", SWAPPER, path, dest, "3"], stdout=subprocess.PIPE, text=True)
     sessions, outcomes = [], {"refused": 0, "vanished": 0, "tmux": 0, "tmux-no-socket": 0, "other": 0}
     deadline = time.time() + 3
     while time.time() < deadline:
@@ -177,7 +170,7 @@ def test_socket_dir_swapped_during_launches(host, alice, guard, alice_cache, tar
     assert not any(os.path.lexists(p) for p in socks), outcomes
     # Every launch left an audit trail under its session.
     time.sleep(0.3)
-    log = open(AUTH_LOG, errors="replace").read()
+    log = "".join(log_lines(lambda l: "clihost-jail[" in l, want=0, timeout=0))
     missing = [s for s in sessions if f"session={s} " not in log]
     assert not missing, (missing, outcomes)
     guard.check()

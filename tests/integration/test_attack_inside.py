@@ -14,7 +14,7 @@ import pytest
 
 from attackutil import INSIDE, Guard, _cc, assert_inside, guard, payloads, pids_named, snapshot, spawn, start_jail, \
     wait_until  # noqa: F401 (fixtures)
-from conftest import PROXY, new_session
+from conftest import PROXY, new_session, proc_status
 from ptyutil import PtyProcess
 
 
@@ -39,7 +39,7 @@ def test_other_tenants_processes_are_invisible(host, alice, bob, payloads):
         g = Guard(host, payloads, alice, others=[bob])
         assert host.home(bob) in g.paths and len(g.before) > 1, g.paths
         target = pids_named(host, bob, "sleep")[0]
-        bwrap_init = int(open(f"/proc/{target}/stat").read().rsplit(")", 1)[1].split()[1])
+        bwrap_init = int(proc_status(target, "PPid")[0])
         probes = []
         for pid in (target, bwrap_init, bj.pid):  # bob's command, his jail's init, his root helper
             probes += [f"cat /proc/{pid}/environ >/dev/null 2>&1 && echo LEAK environ {pid}",

@@ -18,9 +18,10 @@ import time
 
 import pytest
 
-from attackutil import INSIDE, assert_inside, guard, helper_pids, payloads, live_processes, pid_audit, \
-    pid_lines, pids_named, spawn, start_jail, wait_no_live, wait_until  # noqa: F401 (fixtures)
-from conftest import PROXY, new_session
+from attackutil import INSIDE, assert_inside, guard, payloads, live_processes, pid_audit, \
+    pids_named, start_jail, wait_no_live  # noqa: F401 (fixtures)
+from conftest import PROXY, new_session, pid_lines, proc_children, proc_exe, proc_state, proc_status, \
+    spawn, start_as, wait_until
 
 
 def pam_lines(host, p):
@@ -34,7 +35,7 @@ def pam_lines(host, p):
 
 def assert_nothing_left(host, tenant):
     assert wait_no_live(host, tenant), live_processes(host, tenant)
-    assert wait_until(lambda: not helper_pids(host), 5), helper_pids(host)
+    assert wait_until(lambda: not host.helper_pids(), 5), host.helper_pids()
 
 
 def wait_sleeping(host, tenant):
@@ -51,29 +52,22 @@ def pam_loaded(pid):
 
 def stopped(pid):
     try:
-        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] in ("T", "Z", "X")
+        return proc_state(pid) in ("T", "Z", "X")
     except OSError:
         return True
 
 
-def children(pid):
-    try:
-        return open(f"/proc/{pid}/task/{pid}/children").read().split()
-    except OSError:
-        return []
-
-
 def bwrap_child(pid, helper_bin):
     """The outer bwrap below the helper (under its watcher, when there is one)."""
-    for c in children(pid):
+    for c in proc_children(pid):
         try:
-            exe = os.readlink(f"/proc/{c}/exe")
+            exe = proc_exe(c)
         except OSError:
             continue
         if exe == "/usr/bin/bwrap":
-            return int(c)
+            return c
         if exe == helper_bin:
-            found = bwrap_child(int(c), helper_bin)
+            found = bwrap_child(c, helper_bin)
             if found:
                 return found
     return None
@@ -83,8 +77,8 @@ def sandbox_child_unarmed(host, helper):
     """bwrap has cloned its sandbox child, which has not forked yet: it is
     still setting the sandbox up, before do_init() arms --die-with-parent."""
     outer = bwrap_child(helper, host.bin)
-    inner = children(outer) if outer else []
-    return bool(inner) and os.path.exists(f"/proc/{inner[0]}") and children(int(inner[0])) == []
+    inner = proc_children(outer) if outer else []
+    return bool(inner) and os.path.exists(f"/proc/{inner[0]}") and proc_children(inner[0]) == []
 
 
 def kill_leftovers(host, tenant):
@@ -96,16 +90,15 @@ def relayed_signals_blocked(pid):
     """The helper has blocked TERM (block_relayed_signals, right before
     pam_start): from there on a TERM is relayed, not fatal."""
     try:
-        with open(f"/proc/{pid}/status") as f:
-            mask = int(next(l for l in f if l.startswith("SigBlk:")).split()[1], 16)
-    except (OSError, StopIteration):
+        mask = int(proc_status(pid, "SigBlk")[0], 16)
+    except OSError:
         return True
     return bool(mask & (1 << (signal.SIGTERM - 1)))
 
 
 def runs_helper(host, pid):
     try:
-        return os.readlink(f"/proc/{pid}/exe") == host.bin
+        return proc_exe(pid) == host.bin
     except OSError:
         return False
 
@@ -126,7 +119,7 @@ def test_signal_before_pam_leaves_nothing(host, alice, guard, sig):
         time.sleep(delay)
         os.kill(p.pid, signal.SIGSTOP)
         assert wait_until(lambda: stopped(p.pid), 5, step=0.0005)
-        before_pam = (runs_helper(host, p.pid) and not pam_loaded(p.pid) and not children(p.pid)
+        before_pam = (runs_helper(host, p.pid) and not pam_loaded(p.pid) and not proc_children(p.pid)
                       and not relayed_signals_blocked(p.pid))
         os.kill(p.pid, sig)
         os.kill(p.pid, signal.SIGCONT)
@@ -191,12 +184,10 @@ def test_signal_during_bwrap_setup_leaves_no_jail(host, alice, guard, sig, slow_
             if len(bad) >= 2:
                 break
             s = new_session()
-            started = time.time()
-            p = subprocess.Popen(host.jail(alice, "sleep 1000", session=s), stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
-                                 env={"PATH": "/usr/bin:/bin", "CLIHOST_JAIL_CONFIG": slow_bwrap_setup},
-                                 start_new_session=True)
-            p.started = started
+            p = start_as(None, host.jail(alice, "sleep 1000", session=s), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env={"PATH": "/usr/bin:/bin", "CLIHOST_JAIL_CONFIG": slow_bwrap_setup},
+                         start_new_session=True)
             assert wait_until(lambda: sandbox_child_unarmed(host, p.pid) or p.poll() is not None, 10, step=0.0002)
             if p.poll() is not None:
                 bad.append(("helper exited before bwrap's setup was seen", p.returncode))
@@ -295,10 +286,8 @@ def test_signal_while_pam_opens(host, alice, guard, slow_pam, sig):
     helper says so. KILL: nothing of the root parent runs any more (the PAM
     session stays open, see SECURITY.md), but no jail is started either."""
     s = new_session()
-    started = time.time()
-    p = subprocess.Popen(host.jail(alice, "sleep 1000", session=s), stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin", "CLIHOST_JAIL_CONFIG": slow_pam})
-    p.started = started
+    p = start_as(None, host.jail(alice, "sleep 1000", session=s), stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin", "CLIHOST_JAIL_CONFIG": slow_pam})
     assert wait_until(lambda: pam_lines(host, p)[0] == 1, 5)  # pam_unix opened; pam_exec sleeps
     os.kill(p.pid, sig)
     p.wait(timeout=10)
@@ -380,13 +369,7 @@ def test_rlimit_nproc(host, alice, guard):
     exactly that count or one more (taken by the watcher), so the drop to the
     tenant lands at or over the limit: the jail fails closed, saying why
     (not "user namespaces are unavailable"). With room to spare it runs."""
-    pw = pwd.getpwnam(alice)
-
-    def as_alice():
-        os.setgid(pw.pw_gid)
-        os.setuid(pw.pw_uid)
-
-    sleepers = [subprocess.Popen(["sleep", "60"], preexec_fn=as_alice) for _ in range(3)]
+    sleepers = [start_as(alice, ["sleep", "60"]) for _ in range(3)]
     try:
         for n in [0, 1, 3, 4]:
             r, s = run_limited(host, alice, [(resource.RLIMIT_NPROC, (n, n))], "id -u")
@@ -506,7 +489,7 @@ def test_crash_of_the_waiting_root_parent_writes_no_core(host, alice, guard, cal
     try:
         with core_dumps_to(cores, pattern == "pipe", 2):
             # Control: a plain process of the same caller does dump here.
-            c = subprocess.Popen(["sleep", "30"], preexec_fn=lambda: _demote_and_limit(user, unlimited))
+            c = start_as(user, ["sleep", "30"], limits=unlimited)
             time.sleep(0.1)
             os.kill(c.pid, sig)
             c.wait()
@@ -515,9 +498,8 @@ def test_crash_of_the_waiting_root_parent_writes_no_core(host, alice, guard, cal
                 os.unlink(os.path.join(cores, n))
 
             s = new_session()
-            p = subprocess.Popen(host.jail(alice, "sleep 1000", session=s), stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"},
-                                 preexec_fn=lambda: _demote_and_limit(user, unlimited), start_new_session=True)
+            p = start_as(user, host.jail(alice, "sleep 1000", session=s), limits=unlimited, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
             wait_sleeping(host, alice)
             assert host.waiting_parents() == [p.pid]  # the waiting parent (its watcher is the tenant)
             os.kill(p.pid, sig)
@@ -532,26 +514,15 @@ def test_crash_of_the_waiting_root_parent_writes_no_core(host, alice, guard, cal
     guard.check()
 
 
-def _demote_and_limit(user, limits):
-    if user:
-        pw = pwd.getpwnam(user)
-        os.initgroups(user, pw.pw_gid)
-        os.setgid(pw.pw_gid)
-        os.setuid(pw.pw_uid)
-    for res, val in limits:
-        resource.setrlimit(res, val)
-
-
 def watcher_of(host, tenant):
     """The helper process that runs as the tenant (between the root parent and bwrap)."""
     uid = str(pwd.getpwnam(tenant).pw_uid)
     out = []
     for pid in host.helper_pids():
         try:
-            with open(f"/proc/{pid}/status") as f:
-                if next(l for l in f if l.startswith("Uid:")).split()[1:4] == [uid] * 3:
-                    out.append(pid)
-        except (OSError, StopIteration):
+            if proc_status(pid, "Uid")[:3] == [uid] * 3:
+                out.append(pid)
+        except OSError:
             pass
     return out
 

@@ -64,7 +64,7 @@ def test_proxy_example_drives_the_real_helper(host, alice, tmp_path):
     driver = os.path.join(work, "driver.py")
     with open(driver, "w") as f:
         f.write(DRIVER)
-    sock = os.path.join(host.home(alice), ".cache", "tmux", "clihost.sock")
+    sock = host.tmux_sock(alice)
     env = {"PATH": "/usr/bin:/bin"}
     r = host.run_as(PROXY, ["/usr/bin/python3", driver, os.path.join(REPO, "install", "clihost"),
                             host.bin, ttyd, alice, s, sock, log], env=env, timeout=90)

@@ -1,5 +1,5 @@
 """Every failure is fail-closed: no command runs, one stderr line, exit code
-from DESIGN.md, an audit line."""
+from docs/ARCHITECTURE.md, an audit line."""
 import os
 import pwd
 import shutil
@@ -131,11 +131,7 @@ def test_malformed_config_is_refused(host, alice):
 
 
 def test_caller_command_refused_unless_allowed(host, alice):
-    conf = host.config_variant({"jail": "allow_caller_command = false"})
-    # the base config sets it true; the variant repeats the key -> use a fresh file
-    text = open(conf).read().replace("allow_caller_command = true\n", "")
-    with open(conf, "w") as f:
-        f.write(text)
+    conf = host.config_variant(replace={"jail": {"allow_caller_command": "false"}})
     r, s, marker = attempt(host, alice, conf)
     assert_closed(host, r, s, 1, marker)
     assert "allow_caller_command" in r.stderr

@@ -2,22 +2,13 @@
 closed by the waiting parent: SIGKILL of the caller (ttyd), SIGTERM/SIGHUP
 relayed by the helper, a terminal hang-up, and session = false."""
 import os
+import pwd
 import shlex
 import signal
 import subprocess
-import time
 
-from conftest import PROXY, new_session
+from conftest import PROXY, new_session, pids, wait_until
 from ptyutil import PtyProcess
-
-
-def wait_until(pred, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
 
 
 def start_sleeping_jail(host, tenant, s, config=None):
@@ -28,8 +19,7 @@ def start_sleeping_jail(host, tenant, s, config=None):
         env["CLIHOST_JAIL_CONFIG"] = config
     caller = subprocess.Popen(["/bin/sh", "-c", f"{cmd}; echo done"], env=env, start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    assert wait_until(lambda: any(open(f"/proc/{p}/comm").read().strip() == "sleep"
-                                  for p in host.processes_of(tenant) if os.path.exists(f"/proc/{p}/comm")))
+    assert wait_until(lambda: pids(uid=pwd.getpwnam(tenant).pw_uid, comm="sleep"))
     return caller
 
 

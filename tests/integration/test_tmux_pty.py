@@ -5,27 +5,19 @@ import os
 import pwd
 import shutil
 import stat
-import time
 
 import pytest
 
-from conftest import PROXY, new_session
+from conftest import PROXY, new_session, wait_until
 from ptyutil import PtyProcess
 
 
 def tmux_as(host, tenant, *args):
-    sock = os.path.join(host.home(tenant), ".cache", "tmux", "clihost.sock")
-    return host.run_as(tenant, ["tmux", "-S", sock, *args])
+    return host.tmux(tenant, *args)
 
 
 def wait_session(host, tenant, session, present=True, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        ok = tmux_as(host, tenant, "has-session", "-t", "=" + session).returncode == 0
-        if ok == present:
-            return True
-        time.sleep(0.1)
-    return False
+    return wait_until(lambda: host.has_tmux_session(tenant, session) == present, timeout, step=0.1)
 
 
 @pytest.fixture
@@ -59,14 +51,10 @@ def test_second_run_reattaches_and_kill_ends_both(host, alice, terminals):
     first = run_terminal(host, alice, s, terminals)
     assert wait_session(host, alice, s), first.output()
     second = run_terminal(host, alice, s, terminals)
-    deadline = time.time() + 10
-    clients = []
-    while time.time() < deadline:
-        clients = tmux_as(host, alice, "list-clients", "-t", "=" + s).stdout.splitlines()
-        if len(clients) == 2:
-            break
-        time.sleep(0.1)
-    assert len(clients) == 2, clients
+    def clients():
+        return tmux_as(host, alice, "list-clients", "-t", "=" + s).stdout.splitlines()
+
+    assert wait_until(lambda: len(clients()) == 2, 10, step=0.1), clients()
     # Both terminals show the same session: what is typed in one appears in the other.
     first.write("echo SHARED_$((40+2))\r")
     assert second.wait_for("SHARED_42"), second.output()

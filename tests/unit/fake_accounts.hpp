@@ -64,6 +64,7 @@ inline FakeAccountDb typical_host() {
     db.add_user({"varlib", 1007, 1007, "/var/lib/tenants/v", "/bin/sh"}, {2000});   // under ro_bind
     db.add_user({"slash", 1008, 1008, "/", "/bin/sh"}, {2000});                     // home is /
     db.add_user({"relsh", 1009, 1009, "/home/relsh", "bin/sh"}, {2000});            // relative shell
+    db.add_user({"sgid0", 1012, 1012, "/home/sgid0", "/bin/sh"}, {2000, 0});        // supplementary group 0
     return db;
 }
 

@@ -367,11 +367,3 @@ TEST(Plan, OverlongHomeCannotHoldATmuxSocket) {
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.error().code, Exit::refused);
 }
-
-TEST(ShellQuote, RoundTripsThroughSh) {
-    EXPECT_EQ(shell_quote("plain/path-1.0"), "plain/path-1.0");
-    EXPECT_EQ(shell_quote(""), "''");
-    EXPECT_EQ(shell_quote("a b"), "'a b'");
-    EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
-    EXPECT_EQ(shell_quote("$(id)"), "'$(id)'");
-}
