@@ -2,7 +2,9 @@
 // config file is absent, printed in jail.conf syntax. Used by
 // tests/integration/example_config_matches_design.sh to hold the built-in
 // defaults against docs/ARCHITECTURE.md, install/jail.conf and README.
+#include <cstdint>
 #include <cstdio>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,14 @@ std::string join(const std::vector<std::string>& list, const char* sep) {
 }
 
 }  // namespace
+
+// A byte count as jail.conf writes it: the largest binary suffix that divides it.
+static std::string size_text(std::uint64_t n) {
+    for (const auto& [unit, suffix] : {std::pair{std::uint64_t{1} << 30, "G"}, std::pair{std::uint64_t{1} << 20, "M"},
+                                       std::pair{std::uint64_t{1} << 10, "K"}})
+        if (n % unit == 0) return std::to_string(n / unit) + suffix;
+    return std::to_string(n);
+}
 
 int main() {
     using namespace clihost;
@@ -33,6 +43,8 @@ int main() {
     std::printf("[jail]\nbwrap = %s\nproc = %s\nro_bind = %s\ntmpfs = %s\nallow_caller_command = %s\nextra_env = %s\n",
                 p.bwrap.c_str(), std::string(proc_mode_name(p.proc)).c_str(), join(p.ro_bind, " ").c_str(),
                 join(p.tmpfs, " ").c_str(), p.allow_caller_command ? "true" : "false", join(p.extra_env, " ").c_str());
+    std::printf("nested_sandbox = %s\ntmpfs_size = %s\n", p.nested_sandbox ? "true" : "false",
+                size_text(p.tmpfs_size).c_str());
     std::printf("[pam]\nservice = %s\nsession = %s\n", p.pam_service.c_str(), p.pam_session ? "true" : "false");
     return 0;
 }
