@@ -22,6 +22,7 @@ import json
 import os
 import pwd
 import select
+import shlex
 import signal
 import statistics
 import struct
@@ -381,7 +382,7 @@ class Connection:
     becomes the tenant before exec (the plain baseline); otherwise it execs
     the helper as root, as the root proxy does."""
 
-    def __init__(self, argv, env, creds=None, cwd="/"):
+    def __init__(self, argv, env, creds=None, cwd="/", fd_file=None):
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
         self.t0 = time.perf_counter_ns()
@@ -398,6 +399,13 @@ class Connection:
                     os.setgroups(creds[2])
                     os.setgid(creds[1])
                     os.setuid(creds[0])
+                if fd_file:  # (path, fd): a file bwrap reads on that fd (its seccomp program)
+                    f = os.open(fd_file[0], os.O_RDONLY)
+                    if f == fd_file[1]:
+                        os.set_inheritable(f, True)
+                    else:
+                        os.dup2(f, fd_file[1])  # inheritable
+                        os.close(f)
                 os.chdir(cwd)
                 os.execve(argv[0], argv, env)
             except BaseException:
@@ -499,8 +507,8 @@ def kill_plain_server(creds, pw, sock):
         pass
 
 
-def connect(argv, env, creds, cwd, marker, what):
-    c = Connection(argv, env, creds, cwd)
+def connect(argv, env, creds, cwd, marker, what, fd_file=None):
+    c = Connection(argv, env, creds, cwd, fd_file)
     ms = c.wait_for(marker)
     if ms is None:
         c.hangup()
@@ -559,6 +567,24 @@ def cmd_reconnect(a):
         "jail": ([a.bin, "run", "--user", a.tenant, "--session", a.session], attach_env(a.config), None, "/"),
         "plain": ([TMUX, "-S", sock, "attach-session", "-t", a.session], plain_env(pw), creds, pw.pw_dir),
     }
+    # The floor of any jail around the attach: the attach jail's own bwrap
+    # argv (from `clihost-jail print`), exec'd by a process that already is
+    # the tenant, with the helper's seccomp program on the plan's fd.
+    words = shlex.split(a.plan)
+    if words[:2] != ["env", "-i"]:
+        print(json.dumps({"error": f"unexpected attach plan: {a.plan}"}))
+        return 1
+    i = 2
+    while "=" in words[i] and not words[i].startswith("/"):
+        i += 1
+    floor_env = dict(w.split("=", 1) for w in words[2:i])
+    floor_argv = words[i:]
+    if floor_argv[-4:] != ["new-session", "-A", "-s", a.session] or "--seccomp" not in floor_argv:
+        print(json.dumps({"error": f"unexpected attach plan: {a.plan}"}))
+        return 1
+    seccomp_fd = int(floor_argv[floor_argv.index("--seccomp") + 1])
+    floor = (floor_argv, floor_env, creds, pw.pw_dir)
+    floor_fd = (a.seccomp_file, seccomp_fd)
     try:
         # Set-up (untimed): the session jail with session S, started by a first
         # connection; the plain server, started as the tenant by `new-session -A`.
@@ -569,11 +595,14 @@ def cmd_reconnect(a):
             c.hangup()
 
         def one(v):
-            c, ms = connect(*attach[v], marker, f"reconnect ({v})")
+            if v == "floor":
+                c, ms = connect(*floor, marker, "reconnect (floor)", floor_fd)
+            else:
+                c, ms = connect(*attach[v], marker, f"reconnect ({v})")
             c.hangup()
             return ms
 
-        rounds = interleaved(list(attach), a.rounds, a.runs, a.warmup, one)
+        rounds = interleaved(["jail", "floor", "plain"], a.rounds, a.runs, a.warmup, one)
         # Memory of one connection of each kind while attached (both at once).
         conns = [connect(*attach[v], marker, f"attach ({v})")[0] for v in attach]
         time.sleep(0.3)
@@ -593,7 +622,10 @@ def cmd_reconnect(a):
         "tenant": a.tenant, "rounds": a.rounds, "runs_per_round": a.runs,
         "jail": latency_summary([x for r in rounds for x in r["jail"]]),
         "plain": latency_summary([x for r in rounds for x in r["plain"]]),
+        "floor": latency_summary([x for r in rounds for x in r["floor"]]),
         "jail_over_plain": ratio_summary(rounds, "jail", "plain"),
+        "floor_over_plain": ratio_summary(rounds, "floor", "plain"),
+        "jail_over_floor": ratio_summary(rounds, "jail", "floor"),
         "attach_mem": mem, "samples": rounds,
     }))
     return 0
@@ -923,8 +955,12 @@ def cmd_report(a):
     print(f"session jails, reconnect (the session runs): fork to the prompt on a new pty, "
           f"{rec['rounds']} rounds x {rec['runs_per_round']} interleaved, PAM on")
     lat(rec["jail"], "J  clihost-jail run (attach jail)")
+    lat(rec["floor"], "J0 the attach jail's bwrap exec'd by the tenant (floor)")
     lat(rec["plain"], "P  tmux attach exec'd as the tenant (no jail)")
     print(f"  J/P = {rr['ratio']:.3f}   ({spread(rr)}); J-P {rec['jail']['median_ms'] - rec['plain']['median_ms']:+.2f} ms")
+    jf, fp0 = rec["jail_over_floor"], rec["floor_over_plain"]
+    print(f"  J0/P = {fp0['ratio']:.3f} ({spread(fp0)}): the jail alone;"
+          f"  J/J0 = {jf['ratio']:.3f}: the helper (J-J0 {rec['jail']['median_ms'] - rec['floor']['median_ms']:+.2f} ms)")
     print(f"first connection (nothing runs): {first['rounds']} rounds x {first['runs_per_round']} interleaved")
     lat(first["session"], "F  clihost-jail run: session jail start + attach")
     lat(first["oneoff"], "O  clihost-jail run -- tmux new-session (one-off jail)")
@@ -977,6 +1013,7 @@ def cmd_report(a):
         "teardown_ms_median": sess["teardown_ms_median"], "teardown_ms_max": sess["teardown_ms_max"],
         "reconnect_J_ms": rec["jail"]["median_ms"], "reconnect_P_ms": rec["plain"]["median_ms"],
         "J_over_P": rr["ratio"], "J_over_P_p10": rr["paired_p10"], "J_over_P_p90": rr["paired_p90"],
+        "reconnect_J0_ms": rec["floor"]["median_ms"], "J0_over_P": rec["floor_over_plain"]["ratio"],
         "first_F_ms": first["session"]["median_ms"], "first_O_ms": first["oneoff"]["median_ms"],
         "first_P1_ms": first["plain"]["median_ms"], "F_over_O": fo["ratio"], "F_over_P1": fp["ratio"],
         "sj_pss_kib": sjm["jail_pss_median"], "sj_uss_kib": sjm["jail_uss_median"],
@@ -1020,6 +1057,8 @@ def main():
         p.add_argument("--rounds", type=int, required=True)
         p.add_argument("--runs", type=int, required=True, help="per variant and round")
         p.add_argument("--warmup", type=int, default=1)
+    rc.add_argument("--plan", required=True, help="the attach jail's plan, the last line of `clihost-jail print`")
+    rc.add_argument("--seccomp-file", required=True, help="the seccomp program the helper hands bwrap")
     sm = sub.add_parser("session-memory")
     sm.add_argument("--m", type=int, required=True)
     sm.add_argument("--tenants", required=True)

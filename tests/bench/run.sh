@@ -40,9 +40,10 @@
 # Session jails, each connection on a new pty the way ttyd makes one (SIGHUP
 # and the master closed on disconnect), timed from fork to the tenant's
 # prompt on screen (a unique PS1 in the tenants' ~/.profile), PAM on:
-#   reconnect  `clihost-jail run --user T --session S` with T's session jail
-#              running, against `tmux -S SOCK attach -t S` exec'd as T on a
-#              tmux server T started outside any jail.
+#   reconnect  J: `clihost-jail run --user T --session S` with T's session
+#              jail running, against P: `tmux -S SOCK attach -t S` exec'd as T
+#              on a tmux server T started outside any jail; J0: the attach
+#              jail's bwrap argv exec'd as T (the floor of any jail, info).
 #   first      no session jail: its start plus the attach (`stop` between
 #              runs), against a one-off jail running `tmux new-session` (the
 #              launch model before session jails) and a plain `tmux
@@ -459,8 +460,14 @@ log "3/4. memory and teardown: $MEM_SESSIONS idle PAM sessions (sleep in the jai
 SJ=("${NICE[@]}" "$PY" "$JB")
 SJ_OPTS=(--bin "$BIN" --config "$WORK/pam.conf" --marker "$PROMPT")
 log "5. session jails, reconnect: ${SJ_ROUNDS} round(s) x ${SJ_RUNS} per variant, to the prompt on a new pty"
+# J0 (the floor) replays the attach jail's plan with the same seccomp program
+# (captured above); TERM as jailbench gives every connection.
+ATTACH_PLAN=$(cd "$WORK" && env -i PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/pam.conf" TERM=xterm-256color \
+    "$BIN" print --user "$T1" --session bench | tail -n 1)
+[[ -s $WORK/seccomp.bpf ]] || die "no seccomp program was captured for the attach jail's floor"
 "${SJ[@]}" reconnect --tenant "$T1" --session bench --rounds "$SJ_ROUNDS" --runs "$SJ_RUNS" --warmup 2 \
-    "${SJ_OPTS[@]}" >"$WORK/reconnect.json" || die "the reconnect run did not complete"
+    --plan "$ATTACH_PLAN" --seccomp-file "$WORK/seccomp.bpf" "${SJ_OPTS[@]}" >"$WORK/reconnect.json" ||
+    die "the reconnect run did not complete"
 log "6. session jails, first connection: ${SJ_ROUNDS} round(s) x ${SJ_FIRST} per variant"
 "${SJ[@]}" first --tenant "${TENANTS[1]}" --session first --rounds "$SJ_ROUNDS" --runs "$SJ_FIRST" --warmup 1 \
     "${SJ_OPTS[@]}" >"$WORK/first.json" || die "the first-connection run did not complete"
