@@ -5,7 +5,7 @@
 #
 #   sudo tests/bench/run.sh [--quick] [--keep-logs] [--profile]
 #
-#   --quick      CI smoke: fewer runs, N=50 across 5 tenants (about a minute)
+#   --quick      CI smoke: fewer runs, N=50 across 5 tenants (well under a minute)
 #   --keep-logs  keep the work directory (hyperfine JSON, scans) under /run
 #   --profile    afterwards, where the helper's own time goes: callgrind
 #                (installs valgrind) of C and D, and startup-only timings
