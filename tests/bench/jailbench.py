@@ -5,18 +5,30 @@
   concurrent start N helper launches at once (behind a FIFO gate), wait, report
   sessions   start M idle jails, measure memory of each chain, then SIGTERM each
              waiting parent and time the teardown with pidfds
+  reconnect  time to the prompt on a new pty when the session jail runs
+             (`clihost-jail run`) against a plain `tmux attach` as the tenant
+  first      time to the prompt when nothing runs: session jail start + attach,
+             a one-off jail running tmux, a plain `tmux new-session`
+  session-memory
+             memory of M idle session jails by process, and of one attach each
   scan       list what is left of the benchmark's tenants (processes, helpers,
-             loginuid, mount/user namespaces)
+             loginuid, mount/user namespaces, runtime records)
 
 Every subcommand prints one JSON object on stdout; diagnostics go to stderr.
 """
 import argparse
+import fcntl
 import json
 import os
+import pwd
 import select
+import shlex
 import signal
 import statistics
+import struct
+import subprocess
 import sys
+import termios
 import time
 
 
@@ -326,6 +338,438 @@ def cmd_sessions(a):
     return 0
 
 
+# --------------------------------------------------------------- session jails
+# Connections are made the way ttyd makes them: a new pseudo-terminal per
+# connection, the command as session leader with the slave as its controlling
+# terminal; on disconnect SIGHUP to the command and the master closed.
+# "Prompt on screen" = the pty output contains the tenant's prompt (a unique
+# PS1 that run.sh writes into every tenant's ~/.profile, read by the login
+# shell tmux starts): on a reconnect tmux must redraw the pane to show it, on
+# a first connection the shell must have started and printed it.
+
+TMUX = "/usr/bin/tmux"
+TERM = "xterm-256color"
+ROWS, COLS = 30, 100
+
+
+def tenant_identity(name):
+    pw = pwd.getpwnam(name)
+    return pw, (pw.pw_uid, pw.pw_gid, os.getgrouplist(name, pw.pw_gid))
+
+
+def plain_env(pw):
+    # What the jail gives the tenant, minus the jail: no helper, no bwrap.
+    return {"HOME": pw.pw_dir, "USER": pw.pw_name, "LOGNAME": pw.pw_name, "SHELL": pw.pw_shell or "/bin/sh",
+            "PATH": "/usr/bin:/bin", "TERM": TERM}
+
+
+def attach_env(config):
+    return dict(helper_env(config), TERM=TERM)
+
+
+def gone(pids, timeout):
+    """Waits until none of `pids` is alive (zombies count as gone)."""
+    deadline = time.monotonic() + timeout
+    while any(alive(p) for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+class Connection:
+    """One connection on a new pty. `creds` (uid, gid, groups): the child
+    becomes the tenant before exec (the plain baseline); otherwise it execs
+    the helper as root, as the root proxy does."""
+
+    def __init__(self, argv, env, creds=None, cwd="/", fd_file=None):
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+        self.t0 = time.perf_counter_ns()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(master)
+                os.setsid()
+                fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+                for fd in (0, 1, 2):
+                    os.dup2(slave, fd)
+                os.close(slave)
+                if creds:
+                    os.setgroups(creds[2])
+                    os.setgid(creds[1])
+                    os.setuid(creds[0])
+                if fd_file:  # (path, fd): a file bwrap reads on that fd (its seccomp program)
+                    f = os.open(fd_file[0], os.O_RDONLY)
+                    if f == fd_file[1]:
+                        os.set_inheritable(f, True)
+                    else:
+                        os.dup2(f, fd_file[1])  # inheritable
+                        os.close(f)
+                os.chdir(cwd)
+                os.execve(argv[0], argv, env)
+            except BaseException:
+                pass
+            os._exit(127)
+        os.close(slave)
+        self.pid, self.master, self.out, self.status = pid, master, bytearray(), None
+
+    def wait_for(self, marker, timeout=15.0):
+        """Milliseconds from the fork to `marker` in the output, or None."""
+        poller = select.poll()
+        poller.register(self.master, select.POLLIN)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not poller.poll(100):
+                continue
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:  # EIO: the slave side is gone, the command ended
+                return None
+            if not chunk:
+                return None
+            self.out += chunk
+            if marker in self.out[-(len(chunk) + len(marker)):]:
+                return (time.perf_counter_ns() - self.t0) / 1e6
+        return None
+
+    def processes(self):
+        return [self.pid] + descendants(self.pid)
+
+    def hangup(self, timeout=10.0):
+        """SIGHUP and the master closed, then waits until every process of the
+        connection (as seen just before) is gone. Returns the exit status."""
+        procs = self.processes()
+        try:
+            os.kill(self.pid, signal.SIGHUP)
+        except ProcessLookupError:
+            pass
+        os.close(self.master)
+        fd = os.pidfd_open(self.pid)
+        try:
+            if not select.select([fd], [], [], timeout)[0]:
+                eprint(f"jailbench: connection {self.pid} ignored its hang-up for {timeout} s: SIGKILL")
+                os.kill(self.pid, signal.SIGKILL)
+        finally:
+            os.close(fd)
+        _, st = os.waitpid(self.pid, 0)
+        self.status = os.waitstatus_to_exitcode(st)
+        if not gone(procs, timeout):
+            eprint(f"jailbench: processes of connection {self.pid} still there after its hang-up: "
+                   f"{[(p, comm(p)) for p in procs if alive(p)]}")
+        return self.status
+
+    def tail(self):
+        return self.out[-400:].decode(errors="replace")
+
+
+def run_as(creds, argv, env, timeout=30):
+    def demote():
+        os.setgroups(creds[2])
+        os.setgid(creds[1])
+        os.setuid(creds[0])
+    return subprocess.run(argv, env=env, preexec_fn=demote, cwd="/", capture_output=True, text=True, timeout=timeout)
+
+
+def helper(a, *args, timeout=60):
+    return subprocess.run([a.bin, *args], env=helper_env(a.config), cwd="/", capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def stop_session_jail(a, tenant):
+    r = helper(a, "stop", "--user", tenant)
+    if r.returncode != 0:
+        raise RuntimeError(f"stop --user {tenant} failed ({r.returncode}): {r.stderr.strip()}")
+    return r.stdout.strip()
+
+
+def supervisor_of(a, tenant):
+    r = helper(a, "list", "--user", tenant)
+    if r.returncode != 0:
+        raise RuntimeError(f"list --user {tenant} failed ({r.returncode}): {r.stderr.strip()}")
+    for word in r.stdout.split():
+        if word.startswith("supervisor="):
+            return int(word.split("=", 1)[1])
+    return None
+
+
+def kill_plain_server(creds, pw, sock):
+    """Ends a plain tmux server (daemonised, so nobody's child here) and waits until it is gone."""
+    r = run_as(creds, [TMUX, "-S", sock, "display-message", "-p", "#{pid}"], plain_env(pw))
+    pid = int(r.stdout.strip()) if r.returncode == 0 and r.stdout.strip().isdigit() else None
+    procs = [pid] + descendants(pid) if pid else []
+    run_as(creds, [TMUX, "-S", sock, "kill-server"], plain_env(pw))
+    if not gone(procs, 10):
+        raise RuntimeError(f"the plain tmux server {pid} did not end")
+    try:
+        os.unlink(sock)
+    except FileNotFoundError:
+        pass
+
+
+# Connections that failed once and succeeded when made again: reported (the
+# report prints every one), not hidden; a second failure ends the run.
+RETRIED = []
+
+
+def connect(argv, env, creds, cwd, marker, what, fd_file=None):
+    for attempt in (1, 2):
+        c = Connection(argv, env, creds, cwd, fd_file)
+        ms = c.wait_for(marker)
+        if ms is not None:
+            return c, ms
+        c.hangup()
+        failure = f"{what}: no prompt on screen within 15 s (status {c.status}); output: {c.tail()!r}"
+        if attempt == 2:
+            raise RuntimeError(failure + " (the second attempt)")
+        eprint(f"jailbench: {failure}; trying once more")
+        RETRIED.append(failure)
+
+
+def pctl(xs, f):
+    xs = sorted(xs)
+    return xs[int(f * (len(xs) - 1))]
+
+
+def latency_summary(xs):
+    return {"median_ms": round(statistics.median(xs), 3), "p10_ms": round(pctl(xs, 0.1), 3),
+            "p90_ms": round(pctl(xs, 0.9), 3), "min_ms": round(min(xs), 3), "runs": len(xs)}
+
+
+def ratio_summary(rounds, num, den):
+    """num/den: the ratio of the medians, and its spread: the paired ratios
+    (the i-th run of num against the i-th of den in the same round, measured
+    back to back) p10..p90, and the range of the per-round ratios."""
+    all_n = [x for r in rounds for x in r[num]]
+    all_d = [x for r in rounds for x in r[den]]
+    paired = [x / y for r in rounds for x, y in zip(r[num], r[den])]
+    per_round = [statistics.median(r[num]) / statistics.median(r[den]) for r in rounds]
+    return {"ratio": round(statistics.median(all_n) / statistics.median(all_d), 3),
+            "paired_p10": round(pctl(paired, 0.1), 3), "paired_median": round(statistics.median(paired), 3),
+            "paired_p90": round(pctl(paired, 0.9), 3),
+            "round_min": round(min(per_round), 3), "round_max": round(max(per_round), 3)}
+
+
+def interleaved(variants, rounds, runs, warmup, one):
+    """Runs `one(variant)` warmup times each (untimed), then `rounds` rounds of
+    `runs` per variant, interleaved ABBA so drift falls on every variant alike."""
+    for _ in range(warmup):
+        for v in variants:
+            one(v)
+    out = []
+    for r in range(rounds):
+        per = {v: [] for v in variants}
+        order = list(variants) if r % 2 == 0 else list(reversed(variants))
+        for i in range(runs):
+            for v in (order if i % 2 == 0 else reversed(order)):
+                per[v].append(one(v))
+        out.append(per)
+    return out
+
+
+def cmd_reconnect(a):
+    """Reconnect to a running session: `clihost-jail run` (attach jail) against
+    a plain `tmux attach` as the tenant on a server started outside any jail."""
+    pw, creds = tenant_identity(a.tenant)
+    marker = a.marker.encode()
+    sock = os.path.join(pw.pw_dir, ".cjb-plain.sock")
+    attach = {
+        "jail": ([a.bin, "run", "--user", a.tenant, "--session", a.session], attach_env(a.config), None, "/"),
+        "plain": ([TMUX, "-S", sock, "attach-session", "-t", a.session], plain_env(pw), creds, pw.pw_dir),
+    }
+    # The floor of any jail around the attach: the attach jail's own bwrap
+    # argv (from `clihost-jail print`), exec'd by a process that already is
+    # the tenant, with the helper's seccomp program on the plan's fd.
+    words = shlex.split(a.plan)
+    if words[:2] != ["env", "-i"]:
+        print(json.dumps({"error": f"unexpected attach plan: {a.plan}"}))
+        return 1
+    i = 2
+    while "=" in words[i] and not words[i].startswith("/"):
+        i += 1
+    floor_env = dict(w.split("=", 1) for w in words[2:i])
+    floor_argv = words[i:]
+    if floor_argv[-4:] != ["new-session", "-A", "-s", a.session] or "--seccomp" not in floor_argv:
+        print(json.dumps({"error": f"unexpected attach plan: {a.plan}"}))
+        return 1
+    seccomp_fd = int(floor_argv[floor_argv.index("--seccomp") + 1])
+    floor = (floor_argv, floor_env, creds, pw.pw_dir)
+    floor_fd = (a.seccomp_file, seccomp_fd)
+    try:
+        # Set-up (untimed): the session jail with session S, started by a first
+        # connection; the plain server, started as the tenant by `new-session -A`.
+        first = {"jail": attach["jail"],
+                 "plain": ([TMUX, "-S", sock, "new-session", "-A", "-s", a.session],) + attach["plain"][1:]}
+        for v, spec in first.items():
+            c, _ = connect(*spec, marker, f"first connection ({v})")
+            c.hangup()
+
+        def one(v):
+            if v == "floor":
+                c, ms = connect(*floor, marker, "reconnect (floor)", floor_fd)
+            else:
+                c, ms = connect(*attach[v], marker, f"reconnect ({v})")
+            c.hangup()
+            return ms
+
+        # Every J run must be a reconnect to the same session jail, never a
+        # fresh start (which the first-connection part measures).
+        sup = supervisor_of(a, a.tenant)
+        rounds = interleaved(["jail", "floor", "plain"], a.rounds, a.runs, a.warmup, one)
+        if sup is None or supervisor_of(a, a.tenant) != sup:
+            raise RuntimeError(f"the session jail of {a.tenant} did not stay the same during the reconnects")
+        # Memory of one connection of each kind while attached (both at once).
+        conns = [connect(*attach[v], marker, f"attach ({v})")[0] for v in attach]
+        time.sleep(0.3)
+        mem = {v: [mem_of(p) for p in c.processes()] for v, c in zip(attach, conns)}
+        for c in conns:
+            c.hangup()
+    except RuntimeError as e:
+        eprint(f"jailbench: {e}")
+        print(json.dumps({"error": str(e)}))
+        return 1
+    finally:
+        try:
+            kill_plain_server(creds, pw, sock)
+        except RuntimeError as e:
+            eprint(f"jailbench: {e}")
+    print(json.dumps({
+        "tenant": a.tenant, "rounds": a.rounds, "runs_per_round": a.runs,
+        "jail": latency_summary([x for r in rounds for x in r["jail"]]),
+        "plain": latency_summary([x for r in rounds for x in r["plain"]]),
+        "floor": latency_summary([x for r in rounds for x in r["floor"]]),
+        "jail_over_plain": ratio_summary(rounds, "jail", "plain"),
+        "floor_over_plain": ratio_summary(rounds, "floor", "plain"),
+        "jail_over_floor": ratio_summary(rounds, "jail", "floor"),
+        "attach_mem": mem, "samples": rounds, "retried": RETRIED,
+    }))
+    return 0
+
+
+def cmd_first(a):
+    """First connection (no session jail yet): start of the session jail plus
+    its attach, against a one-off jail running `tmux new-session` (the launch
+    model before session jails) and a plain `tmux new-session` as the tenant."""
+    pw, creds = tenant_identity(a.tenant)
+    marker = a.marker.encode()
+    oneoff_sock = os.path.join(pw.pw_dir, ".cjb-oneoff.sock")
+    plain_sock = os.path.join(pw.pw_dir, ".cjb-first.sock")
+    spec = {
+        "session": ([a.bin, "run", "--user", a.tenant, "--session", a.session], attach_env(a.config), None, "/"),
+        "oneoff": ([a.bin, "run", "--user", a.tenant, "--session", a.session, "--",
+                    TMUX, "-S", oneoff_sock, "new-session", "-A", "-s", a.session], attach_env(a.config), None, "/"),
+        "plain": ([TMUX, "-S", plain_sock, "new-session", "-A", "-s", a.session], plain_env(pw), creds, pw.pw_dir),
+    }
+
+    def one(v):
+        c, ms = connect(*spec[v], marker, f"first connection ({v})")
+        c.hangup()
+        # Back to "nothing runs" (untimed).
+        if v == "session":
+            said = stop_session_jail(a, a.tenant)
+            if said != f"{a.tenant}: session jail stopped":
+                raise RuntimeError(f"stop after a first connection said: {said!r}")
+        elif v == "plain":
+            kill_plain_server(creds, pw, plain_sock)
+        else:
+            # The one-off jail took its tmux server along; its socket stays.
+            for p in (oneoff_sock, oneoff_sock + ".lock"):
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+        return ms
+
+    try:
+        said = stop_session_jail(a, a.tenant)
+        eprint(f"jailbench: before the first-connection runs: {said}")
+        rounds = interleaved(list(spec), a.rounds, a.runs, a.warmup, one)
+    except RuntimeError as e:
+        eprint(f"jailbench: {e}")
+        print(json.dumps({"error": str(e)}))
+        return 1
+    out = {"tenant": a.tenant, "rounds": a.rounds, "runs_per_round": a.runs, "samples": rounds, "retried": RETRIED}
+    for v in spec:
+        out[v] = latency_summary([x for r in rounds for x in r[v]])
+    out["session_over_oneoff"] = ratio_summary(rounds, "session", "oneoff")
+    out["session_over_plain"] = ratio_summary(rounds, "session", "plain")
+    print(json.dumps(out))
+    return 0
+
+
+def session_jail_roles(supervisor):
+    """The processes of one session jail by role: supervisor (root), watcher
+    (the tenant, the helper's image), the two bwrap processes (monitor and
+    the sandbox's pid 1), and what runs inside (tmux server, shell)."""
+    roles = {"supervisor": [supervisor], "watcher": [], "bwrap": [], "inside": []}
+    m = ppid_map()
+    for p in descendants(supervisor):
+        if m.get(p) == supervisor and comm(p) == "clihost-jail":
+            roles["watcher"].append(p)
+        elif comm(p) == "bwrap":
+            roles["bwrap"].append(p)
+        else:
+            roles["inside"].append(p)
+    return roles
+
+
+def mem_sum(ms, key):
+    return sum(m[key] for m in ms)
+
+
+def cmd_session_memory(a):
+    """M idle session jails (one per tenant, one tmux session with its shell
+    each, nobody attached), then one attach per jail, all attached at once."""
+    tenants = a.tenants.split(",")[:a.m]
+    if len(tenants) < a.m:
+        print(json.dumps({"error": f"{a.m} session jails need {a.m} tenants"}))
+        return 1
+    marker = a.marker.encode()
+    spec = lambda t: ([a.bin, "run", "--user", t, "--session", "idle"], attach_env(a.config), None, "/")
+    try:
+        for t in tenants:
+            stop_session_jail(a, t)
+        for t in tenants:
+            c, _ = connect(*spec(t), marker, f"session jail of {t}")
+            c.hangup()
+        time.sleep(0.3)  # idle: let every process settle
+        jails = []
+        for t in tenants:
+            sup = supervisor_of(a, t)
+            if sup is None:
+                raise RuntimeError(f"list names no session jail for {t}")
+            roles = session_jail_roles(sup)
+            if len(roles["watcher"]) != 1 or len(roles["bwrap"]) != 2 or not roles["inside"]:
+                raise RuntimeError(f"unexpected processes in the session jail of {t}: "
+                                   f"{ {k: [(p, comm(p)) for p in v] for k, v in roles.items()} }")
+            jails.append({k: [mem_of(p) for p in v] for k, v in roles.items()})
+        conns = [connect(*spec(t), marker, f"attach to {t}")[0] for t in tenants]
+        time.sleep(0.3)
+        attaches = [[mem_of(p) for p in c.processes()] for c in conns]
+        for c in conns:
+            c.hangup()
+    except RuntimeError as e:
+        eprint(f"jailbench: {e}")
+        print(json.dumps({"error": str(e)}))
+        return 1
+
+    def med(xs):
+        return round(statistics.median(xs), 1)
+
+    out = {"m": a.m, "retried": RETRIED}
+    for key, name in (("Pss_kib", "pss"), ("Uss_kib", "uss"), ("VmHWM_kib", "vmhwm")):
+        for role in ("supervisor", "watcher", "bwrap", "inside"):
+            out[f"{role}_{name}_median"] = med([mem_sum(j[role], key) for j in jails])
+        # The jail's own cost: everything but what runs inside it.
+        out[f"jail_{name}_median"] = med([sum(mem_sum(j[r], key) for r in ("supervisor", "watcher", "bwrap"))
+                                          for j in jails])
+        out[f"attach_{name}_median"] = med([mem_sum(x, key) for x in attaches])
+    out["jail_example"] = jails[0]
+    out["attach_example"] = attaches[0]
+    print(json.dumps(out))
+    return 0
+
+
 # -------------------------------------------------------------------- leftovers
 
 def host_mounts(names):
@@ -340,7 +784,7 @@ def host_mounts(names):
     return ours, nsfs
 
 
-def scan_once(uids, names, binary):
+def scan_once(uids, names, binary, runtime_dir):
     procs, zombies, helpers, loginuid, mntns = [], [], [], [], set()
     for p in pids():
         if p == os.getpid():
@@ -379,15 +823,37 @@ def scan_once(uids, names, binary):
         except (OSError, ValueError):
             pass
     mounts, nsfs = host_mounts(names)
+    records, locks = runtime_entries(runtime_dir, uids)
     return {"tenant_processes": procs, "tenant_zombies": zombies, "helper_processes": helpers,
             "tenant_loginuid": loginuid, "tenant_mount_namespaces": len(mntns),
-            "host_mounts_naming_tenants": mounts, "host_nsfs_mounts": nsfs}
+            "host_mounts_naming_tenants": mounts, "host_nsfs_mounts": nsfs,
+            "runtime_records": records, "runtime_locks": locks}
+
+
+def runtime_entries(runtime_dir, uids):
+    """The helper's runtime directory entries of our tenants: session records
+    (UID.state, and UID.state.tmpPID half-written) mean a session jail is
+    running or its end was not cleaned up; UID.lock files are the per-tenant
+    flock files, which the helper never removes."""
+    records, locks = [], []
+    if not runtime_dir:
+        return records, locks
+    try:
+        names = os.listdir(runtime_dir)
+    except FileNotFoundError:
+        return records, locks
+    for n in names:
+        uid, _, rest = n.partition(".")
+        if not uid.isdigit() or int(uid) not in uids:
+            continue
+        (locks if rest == "lock" else records).append(n)
+    return sorted(records), sorted(locks)
 
 
 def cmd_scan(a):
     uids = {int(u) for u in a.uids.split(",")}
     names = set(a.names.split(","))
-    r = scan_once(uids, names, a.bin)
+    r = scan_once(uids, names, a.bin, a.runtime_dir)
     # Zombies have exited; whoever is their parent still has to reap them. When
     # that parent is the host's init (bwrap's pid 1 outlives bwrap's monitor by
     # a moment and is re-parented), wait up to --settle seconds for init.
@@ -397,7 +863,7 @@ def cmd_scan(a):
     while r["tenant_zombies"] and time.monotonic() - t0 < a.settle:
         time.sleep(0.1)
         first = (r["zombies_first_seen"], r["zombies_first_count"])
-        r = scan_once(uids, names, a.bin)
+        r = scan_once(uids, names, a.bin, a.runtime_dir)
         r["zombies_first_seen"], r["zombies_first_count"] = first
     r["zombies_settle_s"] = round(time.monotonic() - t0, 2)
     print(json.dumps(r))
@@ -410,6 +876,7 @@ def cmd_report(a):
     load = lambda n: json.load(open(os.path.join(w, n)))
     lat, conc, sess = load("latency.json"), load("concurrent.json"), load("sessions.json")
     before, after, final = load("scan-before.json"), load("scan-after-concurrency.json"), load("scan-final.json")
+    rec, first, sjm = load("reconnect.json"), load("first.json"), load("session-memory.json")
     logind = [open(os.path.join(w, n)).read().strip() for n in ("logind-after-concurrency.txt", "logind-final.txt")]
     loadavg = [open(os.path.join(w, n)).read().split()[0] for n in ("loadavg-start.txt", "loadavg-end.txt")]
     quick = a.quick == "1"
@@ -444,6 +911,7 @@ def cmd_report(a):
             "new nsfs mounts": max(scan["host_nsfs_mounts"] - before["host_nsfs_mounts"], 0),
             "tenant zombies still unreaped": len(scan["tenant_zombies"]),
             "logind sessions of tenants": 0 if logind_n == "unavailable" else int(logind_n),
+            "session records in the runtime directory": len(scan["runtime_records"]),
         }
 
     def show_leftovers(scan, logind_n):
@@ -453,10 +921,11 @@ def cmd_report(a):
             print("  logind: not running here, so logind sessions cannot be checked")
         if scan["zombies_first_count"]:
             z = scan["zombies_first_seen"][0]
-            print(f"  NOTE: {scan['zombies_first_count']} jail process(es) (e.g. {z['comm']} pid {z['pid']}) were still"
-                  f" zombies, re-parented to pid {z['ppid']}, after their helper had exited; that parent reaped them"
+            print(f"  NOTE: {scan['zombies_first_count']} tenant process(es) (e.g. {z['comm']} pid {z['pid']}) were still"
+                  f" zombies, re-parented to pid {z['ppid']} when their parent (a helper, a jail's bwrap, or a"
+                  f" daemonised tmux server of the plain baselines) had exited; that parent reaped them"
                   f" within {scan['zombies_settle_s']} s")
-        for p in (scan["tenant_processes"] + scan["helper_processes"])[:5]:
+        for p in (scan["tenant_processes"] + scan["helper_processes"] + scan["runtime_records"])[:5]:
             print(f"  left: {p}")
         return sum(lo.values())
 
@@ -488,7 +957,52 @@ def cmd_report(a):
           f" (jail processes all exited after {sess['teardown_jail_gone_ms_median']} ms median);"
           f" helper statuses {sess['teardown_helper_statuses']}; live survivors {sess['teardown_survivors']};"
           f" zombies of jail processes when the helper had exited: {sess['teardown_zombies']}")
+
+    def lat(v, name):
+        print(f"  {name:<58} median {v['median_ms']:6.2f} ms  p10 {v['p10_ms']:6.2f}  p90 {v['p90_ms']:6.2f}")
+
+    def spread(r):
+        return (f"paired p10..p90 {r['paired_p10']:.2f}..{r['paired_p90']:.2f},"
+                f" per-round {r['round_min']:.2f}..{r['round_max']:.2f}")
+
+    rr, fo, fp = rec["jail_over_plain"], first["session_over_oneoff"], first["session_over_plain"]
+    print()
+    print(f"session jails, reconnect (the session runs): fork to the prompt on a new pty, "
+          f"{rec['rounds']} rounds x {rec['runs_per_round']} interleaved, PAM on")
+    lat(rec["jail"], "J  clihost-jail run (attach jail)")
+    lat(rec["floor"], "J0 the attach jail's bwrap exec'd by the tenant (floor)")
+    lat(rec["plain"], "P  tmux attach exec'd as the tenant (no jail)")
+    print(f"  J/P = {rr['ratio']:.3f}   ({spread(rr)}); J-P {rec['jail']['median_ms'] - rec['plain']['median_ms']:+.2f} ms")
+    jf, fp0 = rec["jail_over_floor"], rec["floor_over_plain"]
+    print(f"  J0/P = {fp0['ratio']:.3f} ({spread(fp0)}): the jail alone;"
+          f"  J/J0 = {jf['ratio']:.3f}: the helper (J-J0 {rec['jail']['median_ms'] - rec['floor']['median_ms']:+.2f} ms)")
+    print(f"first connection (nothing runs): {first['rounds']} rounds x {first['runs_per_round']} interleaved")
+    lat(first["session"], "F  clihost-jail run: session jail start + attach")
+    lat(first["oneoff"], "O  clihost-jail run -- tmux new-session (one-off jail)")
+    lat(first["plain"], "P1 tmux new-session exec'd as the tenant (no jail)")
+    print(f"  F/O = {fo['ratio']:.3f} ({spread(fo)});  F/P1 = {fp['ratio']:.3f} ({spread(fp)})")
+    print(f"  (for reference, D above: one-off jail running `true`, {m['D']:.2f} ms)")
+    print(f"memory: {sjm['m']} idle session jails (one tmux session, a shell, nobody attached), median per jail")
+    for role, name in (("supervisor", "supervisor (root)"), ("watcher", "watcher (tenant)"),
+                       ("bwrap", "bwrap monitor + sandbox pid 1"), ("jail", "= the session jail's own processes"),
+                       ("inside", "inside: tmux server + shell (reported apart)"),
+                       ("attach", "per attach: bwrap x2 + tmux client, attached")):
+        print(f"  {name:<46} Pss {mib(sjm[role + '_pss_median']):5.2f} MiB  USS {mib(sjm[role + '_uss_median']):5.2f} MiB"
+              f"  (sum VmHWM {mib(sjm[role + '_vmhwm_median']):5.2f} MiB)")
+    pm = rec["attach_mem"]["plain"]
+    print(f"  (a plain tmux client, for reference: Pss {mib(mem_sum(pm, 'Pss_kib')):.2f} MiB,"
+          f" USS {mib(mem_sum(pm, 'Uss_kib')):.2f} MiB)")
+
+    retried = rec["retried"] + first["retried"] + sjm["retried"]
+    for f in retried:
+        print(f"  NOTE: a connection failed and succeeded when made again: {f}")
+
+    print()
+    print("at the end: `stop` for every tenant, then")
     left_final = show_leftovers(final, logind[1])
+    if final["runtime_locks"]:
+        print(f"  NOTE: {len(final['runtime_locks'])} per-tenant lock file(s) (UID.lock) stay in the runtime directory"
+              " (the helper never removes them; the bench deletes them with its tenants)")
     print("  (not checkable: PAM modules' private state; pam_keyinit's revoked session keyrings stay listed in"
           " /proc/key-users until the kernel's key GC, gc_delay, runs)")
 
@@ -499,6 +1013,8 @@ def cmd_report(a):
          f"VmHWM max {mib(sess['helper_VmHWM_kib_max']):.2f} MiB (USS {mib(sess['helper_Uss_kib_median']):.2f} MiB)"),
         ("teardown < 50 ms", sess["teardown_ms_max"] < 50, f"max {sess['teardown_ms_max']:.2f} ms"),
         (f"0 failures at N={conc['n']}", conc["failures"] == 0, f"{conc['failures']} failures"),
+        ("reconnect <= 1.2x tmux attach", rr["ratio"] <= 1.2,
+         f"{rr['ratio']:.3f} (J {rec['jail']['median_ms']:.2f} ms vs P {rec['plain']['median_ms']:.2f} ms)"),
     ]
     print()
     for name, ok, detail in targets:
@@ -514,6 +1030,15 @@ def cmd_report(a):
         "helper_vmhwm_kib": sess["helper_VmHWM_kib_max"], "helper_uss_kib": sess["helper_Uss_kib_median"],
         "chain_vmhwm_kib": sess["chain_VmHWM_kib_median"], "chain_pss_kib": sess["chain_Pss_kib_median"],
         "teardown_ms_median": sess["teardown_ms_median"], "teardown_ms_max": sess["teardown_ms_max"],
+        "reconnect_J_ms": rec["jail"]["median_ms"], "reconnect_P_ms": rec["plain"]["median_ms"],
+        "J_over_P": rr["ratio"], "J_over_P_p10": rr["paired_p10"], "J_over_P_p90": rr["paired_p90"],
+        "reconnect_J0_ms": rec["floor"]["median_ms"], "J0_over_P": rec["floor_over_plain"]["ratio"],
+        "first_F_ms": first["session"]["median_ms"], "first_O_ms": first["oneoff"]["median_ms"],
+        "first_P1_ms": first["plain"]["median_ms"], "F_over_O": fo["ratio"], "F_over_P1": fp["ratio"],
+        "sj_pss_kib": sjm["jail_pss_median"], "sj_uss_kib": sjm["jail_uss_median"],
+        "sj_inside_pss_kib": sjm["inside_pss_median"], "attach_pss_kib": sjm["attach_pss_median"],
+        "attach_uss_kib": sjm["attach_uss_median"], "runtime_locks_left": len(final["runtime_locks"]),
+        "connections_retried": len(retried),
         "targets": {name: ("PASS" if ok else "MISS") for name, ok, _ in targets},
     }
     print()
@@ -543,11 +1068,30 @@ def main():
     sc.add_argument("--uids", required=True)
     sc.add_argument("--names", required=True)
     sc.add_argument("--settle", type=float, default=0)
+    sc.add_argument("--runtime-dir", default="", help="the helper's runtime directory (its `check` names it)")
+    rc = sub.add_parser("reconnect")
+    fc = sub.add_parser("first")
+    for p in (rc, fc):
+        p.add_argument("--tenant", required=True)
+        p.add_argument("--session", required=True)
+        p.add_argument("--rounds", type=int, required=True)
+        p.add_argument("--runs", type=int, required=True, help="per variant and round")
+        p.add_argument("--warmup", type=int, default=1)
+    rc.add_argument("--plan", required=True, help="the attach jail's plan, the last line of `clihost-jail print`")
+    rc.add_argument("--seccomp-file", required=True, help="the seccomp program the helper hands bwrap")
+    sm = sub.add_parser("session-memory")
+    sm.add_argument("--m", type=int, required=True)
+    sm.add_argument("--tenants", required=True)
+    for p in (rc, fc, sm):
+        p.add_argument("--bin", required=True)
+        p.add_argument("--config", required=True)
+        p.add_argument("--marker", required=True, help="the tenants' prompt (PS1), as the pty shows it")
     r = sub.add_parser("report")
     r.add_argument("--workdir", required=True)
     r.add_argument("--quick", default="0")
     a = ap.parse_args()
     return {"stats": cmd_stats, "concurrent": cmd_concurrent, "sessions": cmd_sessions,
+            "reconnect": cmd_reconnect, "first": cmd_first, "session-memory": cmd_session_memory,
             "scan": cmd_scan, "report": cmd_report}[a.cmd](a) or 0
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/bench/run.sh: launch-cost, concurrency, memory and teardown benchmark of
-# clihost-jail against bare bwrap and today's `runuser -u T -- bwrap` chain.
+# clihost-jail against bare bwrap and today's `runuser -u T -- bwrap` chain,
+# and of session jails (reconnect, first connection, memory) against plain tmux.
 #
 #   sudo tests/bench/run.sh [--quick] [--keep-logs] [--profile]
 #
@@ -17,6 +18,11 @@
 # installed PAM service file that differs from the repo's is left alone: the run
 # happens in a private mount namespace with the repo's file bind-mounted over it.
 #
+# The helper's session jails keep their state in the runtime directory it
+# was built with (`check` names it; a build made here uses
+# /run/clihost-jail-bench). Every tenant's session jail is stopped at the end
+# and the directory must hold no record of any of them.
+#
 # Exit status: 0 when every measurement ran, even if a performance target was
 # missed (this is a measurement, not a timed test); 1 when something failed to
 # run, a concurrent launch failed, or anything of a jail was left behind.
@@ -30,6 +36,19 @@
 #   B  runuser -u T -- bwrap ...: today's chain (PAM session via pam.d/runuser).
 #   C  clihost-jail run ... -- true, [pam] session = false (exec's bwrap).
 #   D  clihost-jail run ... -- true, [pam] session = true (fork, wait, PAM).
+#
+# Session jails, each connection on a new pty the way ttyd makes one (SIGHUP
+# and the master closed on disconnect), timed from fork to the tenant's
+# prompt on screen (a unique PS1 in the tenants' ~/.profile), PAM on:
+#   reconnect  J: `clihost-jail run --user T --session S` with T's session
+#              jail running, against P: `tmux -S SOCK attach -t S` exec'd as T
+#              on a tmux server T started outside any jail; J0: the attach
+#              jail's bwrap argv exec'd as T (the floor of any jail, info).
+#   first      no session jail: its start plus the attach (`stop` between
+#              runs), against a one-off jail running `tmux new-session` (the
+#              launch model before session jails) and a plain `tmux
+#              new-session` as T (kill-server between runs).
+#   memory     MEM_SESSIONS idle session jails by process, and one attach each.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -42,7 +61,7 @@ for arg in "$@"; do
         --quick) QUICK=1 ;;
         --keep-logs) KEEP_LOGS=1 ;;
         --profile) PROFILE=1 ;;
-        -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument $arg" >&2; exit 2 ;;
     esac
 done
@@ -50,11 +69,13 @@ done
 if ((QUICK)); then
     ROUNDS=2 RUNS=10 WARMUP=3          # latency: rounds x runs per variant, variants interleaved per round
     CONC_N=50 CONC_TENANTS=5           # concurrency
-    MEM_SESSIONS=3                     # idle sessions for memory + teardown
+    MEM_SESSIONS=3                     # idle sessions for memory + teardown; idle session jails
+    SJ_ROUNDS=2 SJ_RUNS=5 SJ_FIRST=2   # session jails: rounds x reconnects / first connections per variant
 else
     ROUNDS=10 RUNS=20 WARMUP=3
     CONC_N=200 CONC_TENANTS=20
     MEM_SESSIONS=10
+    SJ_ROUNDS=10 SJ_RUNS=10 SJ_FIRST=3
 fi
 CONC_SLEEP=2
 
@@ -75,6 +96,8 @@ fi
 # ------------------------------------------------------------------ cleanup
 WORK=""
 BUILD_DIR=""
+BIN=""
+RUNTIME_DIR=""
 TENANTS=()
 TENANT_UIDS=()
 CREATED_GROUP=""
@@ -83,6 +106,14 @@ cleanup() {
     local rc=$?
     set +e
     trap - EXIT INT TERM
+    # Session jails have a root supervisor: end them the helper's way first.
+    local t
+    if [[ -n $BIN && -x $BIN && -n $WORK ]]; then
+        for t in "${TENANTS[@]}"; do
+            (cd "$WORK" && env -i PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/pam.conf" \
+                timeout 30 "$BIN" stop --user "$t") >/dev/null 2>&1
+        done
+    fi
     # Kill what is still running as our tenants (only our own, freshly
     # created uids), by pid.
     if ((${#TENANT_UIDS[@]})); then
@@ -96,7 +127,11 @@ cleanup() {
         done
         sleep 0.2
     fi
-    local t
+    # The helper never removes a tenant's flock file; these tenants are gone.
+    if [[ -n $RUNTIME_DIR && -d $RUNTIME_DIR ]]; then
+        local u
+        for u in "${TENANT_UIDS[@]}"; do rm -f "$RUNTIME_DIR/$u.lock"; done
+    fi
     for t in "${TENANTS[@]}"; do
         userdel "$t" >/dev/null 2>&1 || log "cleanup: userdel $t failed"
         getent group "$t" >/dev/null && groupdel "$t" >/dev/null 2>&1
@@ -138,6 +173,7 @@ need /usr/bin/bwrap bubblewrap
 need setpriv util-linux
 need runuser util-linux
 need useradd passwd
+need /usr/bin/tmux tmux
 PY=/usr/bin/python3
 JB="$HERE/jailbench.py"
 
@@ -149,7 +185,8 @@ if [[ -z $BIN ]]; then
     for dev in libspdlog-dev libfmt-dev libcap-ng-dev libpam0g-dev; do need_pkg "$dev"; done
     BUILD_DIR=$(mktemp -d /tmp/clihost-bench-build.XXXXXX)
     log "building the helper into $BUILD_DIR"
-    cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_TESTS=OFF >"$BUILD_DIR/cmake.log" 2>&1 ||
+    cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_TESTS=OFF \
+        -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-bench >"$BUILD_DIR/cmake.log" 2>&1 ||
         { tail -20 "$BUILD_DIR/cmake.log" >&2; die "cmake configure failed"; }
     cmake --build "$BUILD_DIR" -j"$(nproc)" >>"$BUILD_DIR/cmake.log" 2>&1 ||
         { tail -20 "$BUILD_DIR/cmake.log" >&2; die "build failed"; }
@@ -184,6 +221,7 @@ fi
 
 # Unique names so a concurrent run (or an existing alice/bob) is never touched.
 PREFIX="cjb$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+PROMPT="${PREFIX}-ready\$"
 NTENANTS=$CONC_TENANTS
 log "creating $NTENANTS tenants ${PREFIX}01..$(printf '%02d' "$NTENANTS")"
 for i in $(seq 1 "$NTENANTS"); do
@@ -203,6 +241,10 @@ for i in $(seq 1 "$NTENANTS"); do
         sleep 0.3
     done
     install -d -m 0750 -o "$t" -g "$t" "/home/$t"
+    # The login shell tmux starts reads this: its prompt is what the session
+    # jail part waits for ("the prompt is on screen").
+    printf "PS1='%s '\n" "$PROMPT" >"$WORK/profile"
+    install -m 0644 -o "$t" -g "$t" "$WORK/profile" "/home/$t/.profile"
     TENANT_UIDS+=("$(id -u "$t")")
 done
 T1=${TENANTS[0]}
@@ -217,6 +259,10 @@ run_helper() {  # run_helper CONFIG ARGS...: the helper exactly as the bench run
 log "helper: $BIN ($("$BIN" --version))"
 run_helper "$WORK/nopam.conf" check --user "$T1" >"$WORK/check.txt" 2>&1 ||
     { cat "$WORK/check.txt" >&2; die "clihost-jail check says no jail can start here"; }
+# The runtime directory this binary was built with, as its `check` names it.
+RUNTIME_DIR=$(sed -n 's|^runtime state: \(/[^:]*\): ok.*|\1|p' "$WORK/check.txt")
+[[ $RUNTIME_DIR == /* ]] || die "cannot find the runtime directory in clihost-jail check's output"
+log "runtime directory: $RUNTIME_DIR"
 run_helper "$WORK/pam.conf" run --user "$T1" --session smoke -- true ||
     die "a PAM-session launch of 'true' failed"
 
@@ -381,7 +427,7 @@ echo "$LAT" >"$WORK/latency.json"
 
 # ---------------------------------------------------------- 2. concurrency
 log "2. concurrency: $CONC_N launches at once across $CONC_TENANTS tenants, sleep $CONC_SLEEP each, PAM on"
-scan() { "$PY" "$JB" scan --bin "$BIN" --uids "$UIDS_CSV" --names "$NAMES_CSV" "$@"; }
+scan() { "$PY" "$JB" scan --bin "$BIN" --uids "$UIDS_CSV" --names "$NAMES_CSV" --runtime-dir "$RUNTIME_DIR" "$@"; }
 scan >"$WORK/scan-before.json"
 "$PY" "$JB" concurrent --n "$CONC_N" --sleep "$CONC_SLEEP" --bin "$BIN" --config "$WORK/pam.conf" \
     --tenants "$NAMES_CSV" --workdir "$WORK" >"$WORK/concurrent.json" || die "the concurrency run did not complete"
@@ -407,6 +453,33 @@ logind_check >"$WORK/logind-after-concurrency.txt"
 log "3/4. memory and teardown: $MEM_SESSIONS idle PAM sessions (sleep in the jail), then SIGTERM each"
 "$PY" "$JB" sessions --m "$MEM_SESSIONS" --bin "$BIN" --config "$WORK/pam.conf" \
     --tenants "$NAMES_CSV" --workdir "$WORK" >"$WORK/sessions.json" || die "the memory/teardown run did not complete"
+
+# ------------------------------------------------------- 5-7. session jails
+# Same nice level as the launch variants; PAM on (the supervisor holds the
+# PAM session, every attach runs the account check).
+SJ=("${NICE[@]}" "$PY" "$JB")
+SJ_OPTS=(--bin "$BIN" --config "$WORK/pam.conf" --marker "$PROMPT")
+log "5. session jails, reconnect: ${SJ_ROUNDS} round(s) x ${SJ_RUNS} per variant, to the prompt on a new pty"
+# J0 (the floor) replays the attach jail's plan with the same seccomp program
+# (captured above); TERM as jailbench gives every connection.
+ATTACH_PLAN=$(cd "$WORK" && env -i PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/pam.conf" TERM=xterm-256color \
+    "$BIN" print --user "$T1" --session bench | tail -n 1)
+[[ -s $WORK/seccomp.bpf ]] || die "no seccomp program was captured for the attach jail's floor"
+"${SJ[@]}" reconnect --tenant "$T1" --session bench --rounds "$SJ_ROUNDS" --runs "$SJ_RUNS" --warmup 2 \
+    --plan "$ATTACH_PLAN" --seccomp-file "$WORK/seccomp.bpf" "${SJ_OPTS[@]}" >"$WORK/reconnect.json" ||
+    die "the reconnect run did not complete"
+log "6. session jails, first connection: ${SJ_ROUNDS} round(s) x ${SJ_FIRST} per variant"
+"${SJ[@]}" first --tenant "${TENANTS[1]}" --session first --rounds "$SJ_ROUNDS" --runs "$SJ_FIRST" --warmup 1 \
+    "${SJ_OPTS[@]}" >"$WORK/first.json" || die "the first-connection run did not complete"
+log "7. session jails, memory: $MEM_SESSIONS idle session jails, then one attach each"
+"${SJ[@]}" session-memory --m "$MEM_SESSIONS" --tenants "$NAMES_CSV" "${SJ_OPTS[@]}" >"$WORK/session-memory.json" ||
+    die "the session-jail memory run did not complete"
+# The end of it all: `stop` for every tenant, as a proxy does when a tenant
+# is removed; then nothing of any of them may be left (scan below).
+: >"$WORK/stop.txt"
+for t in "${TENANTS[@]}"; do
+    run_helper "$WORK/pam.conf" stop --user "$t" >>"$WORK/stop.txt" 2>&1 || { cat "$WORK/stop.txt" >&2; die "stop --user $t failed"; }
+done
 scan --settle 10 >"$WORK/scan-final.json"
 logind_check >"$WORK/logind-final.txt"
 
