@@ -92,6 +92,53 @@ def test_print_is_the_exact_plan_and_runs_as_printed(host, alice):
         assert ("--new-session" in argv) == (kind == "session")
 
 
+def bwrap_of(host, tenant, timeout=10.0):
+    """The tenant's outer bwrap process (its parent is the watcher, a copy
+    of the helper), once it runs."""
+    import time
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for pid in host.processes_of(tenant):
+            try:
+                if os.readlink(f"/proc/{pid}/exe") != "/usr/bin/bwrap":
+                    continue
+                ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+                if os.readlink(f"/proc/{ppid}/exe") == host.bin:
+                    return pid
+            except (OSError, ValueError):
+                continue
+        time.sleep(0.05)
+    return None
+
+
+def test_print_is_exactly_what_runs(host, alice):
+    # The one-off plan printed, then the same request run for real: the
+    # running bwrap's argv and environment are the printed ones, word for word.
+    s = new_session()
+    cmd = ["/bin/sh", "-c", "sleep 30"]
+    env = {"TERM": "xterm", "PATH": "/usr/bin:/bin"}
+    r = host.run_root([host.bin, "print", "--user", alice, "--session", s, "--", *cmd], env=env)
+    assert r.returncode == 0, r.stderr
+    words = shlex.split(r.stdout.splitlines()[-1])
+    bwrap = words.index("/usr/bin/bwrap")
+    printed_env, printed_argv = words[2:bwrap], words[bwrap:]
+    proc = subprocess.Popen([host.bin, "run", "--user", alice, "--session", s, "--", *cmd], env=env, cwd="/",
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        pid = bwrap_of(host, alice)
+        assert pid, host.processes_of(alice)
+        ran_argv = open(f"/proc/{pid}/cmdline", "rb").read().decode().split("\0")[:-1]
+        ran_env = open(f"/proc/{pid}/environ", "rb").read().decode().split("\0")[:-1]
+        assert ran_argv == printed_argv
+        # PAM's pam_env variables are added at launch (print says so); none
+        # are configured on the test host, so the environments are equal.
+        assert ran_env == printed_env
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert host.wait_gone(alice)
+
+
 def test_print_has_no_side_effects(host, alice):
     import os
     cache = os.path.join(host.home(alice), ".cache")

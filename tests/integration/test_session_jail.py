@@ -422,3 +422,21 @@ def test_the_session_jail_is_detached_from_the_caller(host, alice, terms):
     # The runtime state is root's, never the tenant's.
     st = os.stat(RUNTIME_DIR)
     assert st.st_uid == 0 and (st.st_mode & 0o777) == 0o700
+
+
+def test_the_session_jail_is_a_jail(host, alice, bob, terms):
+    # Control: outside any jail, /home shows both tenants.
+    assert {alice, bob} <= set(os.listdir("/home"))
+    t = attach(host, alice, new_session(), terms)
+    assert shell_ready(t), t.output()
+    t.write('echo "SB=$TTYD_SANDBOX $(grep NoNewPrivs /proc/self/status | tr -d "\\t ")'
+            ' $(grep CapEff /proc/self/status | tr -d "\\t ")"; echo "HOME:$(ls /home | tr "\\n" " ")";'
+            ' echo "PROCS:$(ls -d /proc/[0-9]* | wc -l)"; touch /etc/ctj-x 2>/dev/null || echo ETC-RO;'
+            ' echo END_$((6*7))\r')
+    assert t.wait_for("END_42"), t.output()
+    out = t.output()
+    assert "SB=true NoNewPrivs:1 CapEff:0000000000000000" in out, out[-800:]
+    assert f"HOME:{alice} " in out and bob not in out.split("HOME:")[-1].split("\n")[0], out[-800:]
+    assert "ETC-RO" in out
+    procs = int(out.split("PROCS:")[-1].split()[0])
+    assert 0 < procs < 20, procs  # the jail's own processes, not the host's
