@@ -1,0 +1,31 @@
+// check.hpp: what every verb has once its inputs are validated (Prepared),
+// and `check`, the report of what the host, the policy and the tenant allow.
+#pragma once
+
+#include <optional>
+
+#include "config_file.hpp"
+#include "identity.hpp"
+#include "probe.hpp"
+#include "start_state.hpp"
+
+namespace clihost {
+
+// Who runs probes and `check`'s trials when no tenant is named.
+inline const TenantCreds kNobody{65534, 65534, {65534}};
+
+// Everything a verb needs, validated in order; no side effects yet.
+struct Prepared {
+    LoadedPolicy loaded;
+    Caller caller;
+    std::optional<Tenant> tenant;
+    HostProbe probe;
+    const Policy& policy() const { return loaded.policy; }
+    TenantCreds probe_creds() const { return tenant ? creds_of(*tenant) : kNobody; }
+};
+
+// Prints the report; exit 0 only if a jail can start, every route around
+// the jail is closed and audit lines reach a syslog daemon, 3 otherwise.
+int do_check(const Prepared& p, const StartState& start);
+
+}  // namespace clihost
