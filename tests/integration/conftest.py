@@ -523,6 +523,21 @@ def routes_closed(tenant):
         files.restore()
 
 
+FAULTS_BIN = os.environ.get("CLIHOST_JAIL_FAULTS_BIN",
+                            os.path.join(os.path.dirname(os.environ.get("CLIHOST_JAIL_BUILD_BIN", "")),
+                                         "tests", "clihost-jail-faults"))
+
+
+def install_faults_bin(host, name="clihost-jail-faults"):
+    """The fault-injection build (never shipped) copied next to the helper,
+    runnable by root only as the tests run it."""
+    assert os.path.exists(FAULTS_BIN), FAULTS_BIN
+    path = os.path.join(host.prefix, name)
+    shutil.copy(FAULTS_BIN, path)
+    os.chmod(path, 0o755)
+    return path
+
+
 def new_session():
     return "t" + uuid.uuid4().hex[:12]
 

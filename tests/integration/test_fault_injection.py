@@ -3,25 +3,17 @@ reads CLIHOST_JAIL_FAULT, honoured only when the real uid is 0): the helper
 fails closed with the documented exit code and message, runs nothing, writes
 an audit line, and leaves no jail or PAM session behind."""
 import os
-import shutil
 
 import pytest
 
 from attackutil import assert_refusal_line
-from conftest import new_session
+from conftest import install_faults_bin, new_session
 
-FAULTS_BIN = os.environ.get("CLIHOST_JAIL_FAULTS_BIN",
-                            os.path.join(os.path.dirname(os.environ.get("CLIHOST_JAIL_BUILD_BIN", "")),
-                                         "tests", "clihost-jail-faults"))
 
 
 @pytest.fixture(scope="module")
 def faults_bin(host):
-    assert os.path.exists(FAULTS_BIN), FAULTS_BIN
-    path = os.path.join(host.prefix, "clihost-jail-faults")
-    shutil.copy(FAULTS_BIN, path)
-    os.chmod(path, 0o755)
-    return path
+    return install_faults_bin(host, "clihost-jail-faults")
 
 
 def inject(host, faults_bin, tenant, fault, config=None):

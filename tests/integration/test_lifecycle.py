@@ -6,6 +6,7 @@ import pwd
 import shlex
 import signal
 import subprocess
+import time
 
 from conftest import PROXY, new_session, pids, wait_until
 from ptyutil import PtyProcess

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import PROXY, new_session
+from conftest import PROXY, new_session, wait_until
 from ptyutil import PtyProcess
 
 
@@ -28,15 +28,6 @@ def state(pid):
 
 def watchers(host):
     return [p for p in host.helper_pids() if p not in host.waiting_parents()]
-
-
-def wait_until(cond, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return cond()
 
 
 @pytest.fixture

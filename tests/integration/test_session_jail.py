@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import PROXY, RUNTIME_DIR, TENANT_GROUP, new_session, sh
+from conftest import PROXY, RUNTIME_DIR, new_session, sh, wait_until
 from ptyutil import PtyProcess
 
 
@@ -90,15 +90,6 @@ def states_of(pids):
         except OSError:
             pass
     return out
-
-
-def wait_until(cond, timeout=10.0, step=0.05):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(step)
-    return cond()
 
 
 def job_log_grows(host, tenant, name="ctj-job.log"):
@@ -415,7 +406,7 @@ def test_the_session_jail_is_detached_from_the_caller(host, alice, terms):
     stat = open(f"/proc/{sup[0]}/stat").read()
     fields = stat[stat.rfind(")") + 2:].split()
     ppid, pgrp, session, tty_nr = int(fields[1]), int(fields[2]), int(fields[3]), int(fields[4])
-    assert tty_nr == 0
+    assert tty_nr == 0 and ppid != t.proc.pid  # nobody's child but init's (or a subreaper's)
     assert session != os.getsid(t.proc.pid) and pgrp != os.getpgid(t.proc.pid)
     for fd in (0, 1, 2):
         assert os.readlink(f"/proc/{sup[0]}/fd/{fd}") == "/dev/null"

@@ -11,28 +11,20 @@ right after that point (CLIHOST_JAIL_FAULT=pause_as_tenant), so the test can
 try to read it as the tenant, on every path."""
 import os
 import pwd
-import shutil
 import subprocess
 import time
 
 import pytest
 
-from conftest import new_session
+from conftest import install_faults_bin, new_session
 from ptyutil import PtyProcess
 
-FAULTS_BIN = os.environ.get("CLIHOST_JAIL_FAULTS_BIN",
-                            os.path.join(os.path.dirname(os.environ.get("CLIHOST_JAIL_BUILD_BIN", "")),
-                                         "tests", "clihost-jail-faults"))
 SECRET = "CTJ_PROXY_SECRET=ctj-must-not-leak-42"
 
 
 @pytest.fixture(scope="module")
 def faults_bin(host):
-    assert os.path.exists(FAULTS_BIN), FAULTS_BIN
-    path = os.path.join(host.prefix, "clihost-jail-faults-dump")
-    shutil.copy(FAULTS_BIN, path)
-    os.chmod(path, 0o755)
-    return path
+    return install_faults_bin(host, "clihost-jail-faults-dump")
 
 
 @pytest.fixture(scope="module")
