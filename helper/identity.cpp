@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 
 namespace clihost {
 namespace {
@@ -22,28 +23,59 @@ bool path_is_under(std::string_view path, std::string_view dir) {
 
 }  // namespace
 
+namespace {
+
+// Calls a getXXX_r lookup with a buffer that starts small (most entries fit
+// in 4 KiB; a zero-filled 64 KiB one cost every launch) and doubles on
+// ERANGE, up to 16 MiB: a tenant group with thousands of members must not
+// turn into "group does not exist" for every tenant.
+template <class Lookup>
+bool lookup_grown(Lookup&& lookup) {
+    std::vector<char> buf;
+    for (std::size_t size = 4096; size <= (std::size_t{16} << 20); size *= 2) {
+        buf.resize(size);
+        const int rc = lookup(buf.data(), buf.size());
+        if (rc != ERANGE) return rc == 0;
+    }
+    return false;
+}
+
+}  // namespace
+
 std::optional<Account> SystemAccountDb::user_by_name(const std::string& name) const {
+    std::optional<Account> out;
     passwd pw{};
-    passwd* res = nullptr;
-    std::vector<char> buf(16384);
-    if (getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &res) != 0 || res == nullptr) return std::nullopt;
-    return from_passwd(pw);
+    lookup_grown([&](char* b, std::size_t n) {
+        passwd* res = nullptr;
+        const int rc = getpwnam_r(name.c_str(), &pw, b, n, &res);
+        if (rc == 0 && res != nullptr) out = from_passwd(pw);
+        return rc;
+    });
+    return out;
 }
 
 std::optional<Account> SystemAccountDb::user_by_uid(uid_t uid) const {
+    std::optional<Account> out;
     passwd pw{};
-    passwd* res = nullptr;
-    std::vector<char> buf(16384);
-    if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &res) != 0 || res == nullptr) return std::nullopt;
-    return from_passwd(pw);
+    lookup_grown([&](char* b, std::size_t n) {
+        passwd* res = nullptr;
+        const int rc = getpwuid_r(uid, &pw, b, n, &res);
+        if (rc == 0 && res != nullptr) out = from_passwd(pw);
+        return rc;
+    });
+    return out;
 }
 
 std::optional<gid_t> SystemAccountDb::group_by_name(const std::string& name) const {
+    std::optional<gid_t> out;
     group gr{};
-    group* res = nullptr;
-    std::vector<char> buf(65536);
-    if (getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &res) != 0 || res == nullptr) return std::nullopt;
-    return gr.gr_gid;
+    lookup_grown([&](char* b, std::size_t n) {
+        group* res = nullptr;
+        const int rc = getgrnam_r(name.c_str(), &gr, b, n, &res);
+        if (rc == 0 && res != nullptr) out = gr.gr_gid;
+        return rc;
+    });
+    return out;
 }
 
 std::vector<gid_t> SystemAccountDb::groups_of(const Account& account) const {

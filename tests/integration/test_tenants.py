@@ -82,3 +82,33 @@ def test_valid_scratch_tenant_is_accepted(host, scratch_tenant):
     r = host.run_as(PROXY, host.jail(scratch_tenant, "id -u"))
     assert r.returncode == 0, r.stderr
     assert int(r.stdout) == pwd.getpwnam(scratch_tenant).pw_uid
+
+
+def test_a_tenant_group_with_a_100_kib_entry_still_admits_its_members(host, alice):
+    """A tenant group with thousands of members (its /etc/group line over
+    the 64 KiB an NSS buffer used to have) once made getgrnam_r fail with
+    ERANGE, and every tenant was refused as "tenant group does not exist"."""
+    from conftest import TENANT_GROUP
+    with open("/etc/group") as f:
+        original = f.read()
+    extra = ",".join(f"ctj-member{i:05d}" for i in range(7000))  # names only: no accounts needed
+    assert len(extra) > 100 * 1024
+    lines = []
+    for line in original.splitlines():
+        if line.startswith(f"{TENANT_GROUP}:"):
+            line = line + ("," if not line.endswith(":") else "") + extra
+        lines.append(line)
+    try:
+        with open("/etc/group", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        import grp
+        assert len(",".join(grp.getgrnam(TENANT_GROUP).gr_mem)) > 100 * 1024  # the control: NSS sees it
+        r = host.run_as(PROXY, host.jail(alice, "id -u"))
+        assert r.returncode == 0, r.stderr
+        assert int(r.stdout) == pwd.getpwnam(alice).pw_uid
+        # A non-member is still refused for the right reason.
+        r = refused(host, NON_TENANT)
+        assert f"not a member of {TENANT_GROUP}" in r.stderr, r.stderr
+    finally:
+        with open("/etc/group", "w") as f:
+            f.write(original)
