@@ -8,6 +8,22 @@
 #include "log.hpp"
 #include "sanitize.hpp"
 
+namespace {
+
+// The last resort: one stderr line that needs no memory, then the audit
+// line if memory allows (a caller's RLIMIT_AS can make any allocation fail).
+void internal_error(const char* what) noexcept {
+    (void)std::fprintf(stderr, "clihost-jail: internal error%s%s\n", what != nullptr ? ": " : "",
+                       what != nullptr ? what : "");
+    try {
+        clihost::log::audit("fail", std::string("internal error") + (what != nullptr ? std::string(": ") + what : ""));
+    } catch (...) {
+        // The stderr line and the exit code still say it.
+    }
+}
+
+}  // namespace
+
 int main(int argc, char** argv, char** envp) {
     // First, before any library code can look at the environment or fds.
     auto start = clihost::sanitize_process(envp);
@@ -22,9 +38,9 @@ int main(int argc, char** argv, char** envp) {
         for (int i = 0; i < argc && argv != nullptr && argv[i] != nullptr; ++i) args.emplace_back(argv[i]);
         return clihost::dispatch(start.value(), args);
     } catch (const std::exception& e) {
-        (void)std::fprintf(stderr, "clihost-jail: internal error: %s\n", e.what());
+        internal_error(e.what());
     } catch (...) {
-        (void)std::fprintf(stderr, "clihost-jail: internal error\n");
+        internal_error(nullptr);
     }
     return static_cast<int>(clihost::Exit::internal);
 }

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from attackutil import pid_lines
-from conftest import PROXY
+from conftest import PROXY, routes_closed
 
 LOST = ": audit lines would be lost (refusals still print their stderr line); run a syslog daemon"
 
@@ -51,8 +51,10 @@ def in_namespace(host, helper_args, over_dev_log=None, user=PROXY):
 
 
 def test_check_passes_with_a_syslog_socket(host, alice):
-    """Positive control: the same namespace set-up, /dev/log left alone."""
-    rc, out, err, _, _ = in_namespace(host, ["check", "--user", alice])
+    """Positive control: the same namespace set-up, /dev/log left alone
+    (and the routes around the jail closed, as check demands)."""
+    with routes_closed(alice):
+        rc, out, err, _, _ = in_namespace(host, ["check", "--user", alice])
     assert rc == 0, (out, err)
     assert "audit log: ok (syslog at /dev/log, facility authpriv)\n" in out, out
     assert out.endswith("result: a jail can start\n"), out
@@ -61,7 +63,8 @@ def test_check_passes_with_a_syslog_socket(host, alice):
 @pytest.mark.parametrize("kind,reason", [("empty", " (it is not a socket)"),
                                          ("stale", " accepting connections (Connection refused)")])
 def test_check_fails_without_a_syslog_socket(host, alice, fake_dev_log, kind, reason):
-    rc, out, err, _, _ = in_namespace(host, ["check", "--user", alice], fake_dev_log[kind])
+    with routes_closed(alice):
+        rc, out, err, _, _ = in_namespace(host, ["check", "--user", alice], fake_dev_log[kind])
     assert rc == 3, (out, err)
     assert f"audit log: FAIL: no syslog socket at /dev/log{reason}{LOST}" in out, out
     assert out.endswith("result: a jail cannot start\n"), out
