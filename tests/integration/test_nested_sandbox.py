@@ -29,7 +29,7 @@ import uuid
 
 import pytest
 
-from conftest import REPO, new_session
+from conftest import REPO, new_session, routes_closed
 from ptyutil import PtyProcess
 from test_attack_inside import TIOCSTI
 
@@ -347,11 +347,12 @@ def test_tiocsti_is_blocked_inside_an_inner_sandbox(host, alice, nested_on):
 # --- check and print ------------------------------------------------------------
 
 def test_check_reports_and_proves_a_nested_sandbox(host, alice, nested_on, nested_off):
-    on = host.run_root([host.bin, "check", "--user", alice], config=nested_on)
+    with routes_closed(alice):  # check passes only with the routes around the jail closed
+        on = host.run_root([host.bin, "check", "--user", alice], config=nested_on)
+        off = host.run_root([host.bin, "check", "--user", alice], config=nested_off)
     assert on.returncode == 0, on.stdout + on.stderr
     assert "nested sandbox: allowed (" in on.stdout, on.stdout
     assert "nested sandbox trial: ok (an inner bwrap ran /bin/true" in on.stdout, on.stdout
-    off = host.run_root([host.bin, "check", "--user", alice], config=nested_off)
     assert off.returncode == 0, off.stdout + off.stderr
     assert "nested sandbox: not allowed (" in off.stdout and "nested sandbox trial" not in off.stdout, off.stdout
 
@@ -376,15 +377,21 @@ def test_check_fails_when_the_inner_bwrap_cannot_run(host, alice):
 
 
 def test_print_shows_the_setting_and_the_argv(host, alice, nested_on, nested_off):
+    # print shows two plans: the session jail's (where the tenant's work and
+    # its agents run: the setting applies) and the attach jail's (a tmux
+    # client only: never nested namespaces).
     on = host.run_root([host.bin, "print", "--user", alice, "--session", "s"], config=nested_on)
     off = host.run_root([host.bin, "print", "--user", alice, "--session", "s"], config=nested_off)
     assert on.returncode == 0 and off.returncode == 0, (on, off)
-    assert on.stdout.splitlines()[0].endswith(", nested sandbox allowed"), on.stdout
-    assert off.stdout.splitlines()[0].endswith(", nested sandbox not allowed"), off.stdout
-    on_argv, off_argv = shlex.split(on.stdout.splitlines()[-1]), shlex.split(off.stdout.splitlines()[-1])
+    on_lines, off_lines = on.stdout.splitlines(), off.stdout.splitlines()
+    assert on_lines[0].endswith(", nested sandbox allowed"), on.stdout
+    assert off_lines[0].endswith(", nested sandbox not allowed"), off.stdout
+    assert on_lines[2].endswith(", nested sandbox not allowed"), on.stdout  # the attach jail
+    on_argv, off_argv = shlex.split(on_lines[1]), shlex.split(off_lines[1])
     assert "--disable-userns" not in on_argv and "--disable-userns" in off_argv
     off_argv.remove("--disable-userns")
     assert on_argv == off_argv  # nothing else of the jail changes
+    assert "--disable-userns" in shlex.split(on_lines[3])
 
 
 def test_nested_over_the_host_proc_warns_and_inner_bwrap_cannot_start(host, alice):
