@@ -12,7 +12,7 @@
 namespace clihost {
 
 // Who runs probes and `check`'s trials when no tenant is named.
-inline const TenantCreds kNobody{65534, 65534, {65534}};
+inline TenantCreds nobody_creds() { return {65534, 65534, {65534}}; }
 
 // Everything a verb needs, validated in order; no side effects yet.
 struct Prepared {
@@ -21,7 +21,7 @@ struct Prepared {
     std::optional<Tenant> tenant;
     HostProbe probe;
     const Policy& policy() const { return loaded.policy; }
-    TenantCreds probe_creds() const { return tenant ? creds_of(*tenant) : kNobody; }
+    TenantCreds probe_creds() const { return tenant ? creds_of(*tenant) : nobody_creds(); }
 };
 
 // Prints the report; exit 0 only if a jail can start, every route around

@@ -88,7 +88,7 @@ Status require_root(const Prepared& p) {
     return ok_status();
 }
 
-Result<Plan> plan_for(const Prepared& p, const StartState& start, Request req,
+Result<Plan> plan_for(const Prepared& p, const StartState& start, const Request& req,
                       const std::vector<std::string>& pam_env = {}) {
     auto plan = build_plan(p.policy(), *p.tenant, req, p.probe, start.caller_env, pam_env);
     if (plan)
@@ -250,7 +250,7 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
             auto plan = build_plan(p.policy(), tenant.value(), {JailAction::list_sessions, "", {}}, p.probe,
                                    start.caller_env, {});
             if (plan) {
-                auto got = capture_jail(plan.value(), 64 * 1024);
+                auto got = capture_jail(plan.value(), std::size_t{64} * 1024);
                 if (got.status == 0) {
                     sessions.clear();
                     for (char c : got.out) sessions += c == '\n' ? ',' : c;
