@@ -257,7 +257,11 @@ run_helper() {  # run_helper CONFIG ARGS...: the helper exactly as the bench run
 }
 
 log "helper: $BIN ($("$BIN" --version))"
-run_helper "$WORK/nopam.conf" check --user "$T1" >"$WORK/check.txt" 2>&1 ||
+# check's exit status also covers the deployment (routes around the jail,
+# the audit trail), which a benchmark's throw-away tenants need not pass:
+# what matters here is its verdict on the jail itself.
+run_helper "$WORK/nopam.conf" check --user "$T1" >"$WORK/check.txt" 2>&1 || true
+grep -qx "result: a jail can start" "$WORK/check.txt" ||
     { cat "$WORK/check.txt" >&2; die "clihost-jail check says no jail can start here"; }
 # The runtime directory this binary was built with, as its `check` names it.
 RUNTIME_DIR=$(sed -n 's|^runtime state: \(/[^:]*\): ok.*|\1|p' "$WORK/check.txt")
@@ -307,13 +311,16 @@ BWRAP_ARGV=("$@")
 # passes: a stand-in "bwrap" (root-owned, in $WORK) run by the helper as the
 # tenant copies its argv and the program on that fd into the tenant's home.
 SECCOMP_FD=""
+STATUS_FD=""
 for ((i = 1; i < ${#BWRAP_ARGV[@]}; i++)); do
     case "${BWRAP_ARGV[i]}" in
         --) break ;;
         --seccomp|--add-seccomp-fd)
             [[ -z $SECCOMP_FD ]] || die "more than one seccomp fd in the plan: extend the bench"
             SECCOMP_FD=${BWRAP_ARGV[i + 1]} ;;
-        --file|--bind-data|--ro-bind-data|--userns|--userns2|--pidns|--info-fd|--json-status-fd|--block-fd|\
+        # A one-off jail's status pipe (bwrap writes to it): /dev/null serves.
+        --json-status-fd) STATUS_FD=${BWRAP_ARGV[i + 1]} ;;
+        --file|--bind-data|--ro-bind-data|--userns|--userns2|--pidns|--info-fd|--block-fd|\
         --userns-block-fd|--sync-fd)
             die "the plan passes bwrap a descriptor with ${BWRAP_ARGV[i]}: the bench cannot replay that yet" ;;
     esac
@@ -368,6 +375,7 @@ OPEN_FD=":"
 HF_FD=()
 if [[ -n $SECCOMP_FD ]]; then
     OPEN_FD="exec $SECCOMP_FD<$WORK/seccomp.bpf"
+    [[ -z $STATUS_FD ]] || OPEN_FD+="; exec $STATUS_FD>/dev/null"
     HF_FD=(--prepare "/usr/bin/perl -e 'open(my \$f, q{<&=}, $SECCOMP_FD) or die qq{fd: \$!}; sysseek(\$f, 0, 0) or die qq{seek: \$!}'")
     [[ -x /usr/bin/perl ]] || die "perl (perl-base) is needed to rewind the seccomp fd between runs"
 fi
