@@ -26,8 +26,22 @@ def state(pid):
         return None
 
 
-def watchers(host):
-    return [p for p in host.helper_pids() if p not in host.waiting_parents()]
+def parent_and_watcher(host, timeout=10.0):
+    """The one-off jail's root parent and watcher, read in one consistent
+    snapshot (a process list read twice can differ in between)."""
+    found = []
+
+    def one_each():
+        parents = host.waiting_parents()
+        helpers = host.helper_pids()
+        others = [p for p in helpers if p not in parents]
+        if len(parents) == 1 and len(others) == 1:
+            found[:] = [parents[0], others[0]]
+            return True
+        return False
+
+    assert wait_until(one_each, timeout), (host.waiting_parents(), host.helper_pids())
+    return found[0], found[1]
 
 
 @pytest.fixture
@@ -48,8 +62,7 @@ def one_off(host, alice):
 def test_jail_and_helper_processes_share_no_process_group_or_session(host, alice, one_off):
     t = one_off("echo UP_$((6*7)); sleep 100")
     assert t.wait_for("UP_42"), t.output()
-    [parent] = host.waiting_parents()
-    [watcher] = watchers(host)
+    parent, watcher = parent_and_watcher(host)
     jail = [p for p in host.processes_of(alice) if p != watcher]
     assert jail
     helper_groups = {os.getpgid(parent), os.getpgid(watcher)}
@@ -58,7 +71,9 @@ def test_jail_and_helper_processes_share_no_process_group_or_session(host, alice
         assert os.getpgid(p) not in helper_groups, p
         assert os.getsid(p) not in helper_sessions, p
     # The jail has the terminal's foreground, so ^C and ^Z reach only it.
-    assert os.tcgetpgrp(t.master) == os.getpgid(jail[0])
+    fg = os.tcgetpgrp(t.master)
+    groups = {p: (os.getpgid(p), open(f"/proc/{p}/cmdline", "rb").read()[:60]) for p in jail}
+    assert fg not in helper_groups and fg in {g for g, _ in groups.values()}, (fg, groups, helper_groups)
     t.hangup()
     assert t.wait(10) is not None
 
@@ -93,9 +108,7 @@ def test_a_jail_joining_the_helpers_process_group_cannot_stop_the_watcher(host, 
     pw = pwd.getpwnam(alice)
     os.chown(script, pw.pw_uid, pw.pw_gid)
     t = one_off("read PG; python3 ~/ctj-join.py $PG; echo ATTACKED_$((6*7)); sleep 100")
-    assert wait_until(lambda: len(host.waiting_parents()) == 1 and len(watchers(host)) == 1, 10)
-    [parent] = host.waiting_parents()
-    [watcher] = watchers(host)
+    parent, watcher = parent_and_watcher(host)
     # Positive control: the probe sees a stopped watcher.
     os.kill(watcher, signal.SIGSTOP)
     assert wait_until(lambda: state(watcher) == "T", 5)
@@ -123,7 +136,7 @@ def test_a_jail_joining_the_helpers_process_group_cannot_stop_the_watcher(host, 
 def test_a_frozen_watcher_does_not_keep_the_root_parent_waiting(host, alice, one_off):
     t = one_off("echo UP_$((6*7)); sleep 100")
     assert t.wait_for("UP_42"), t.output()
-    [watcher] = watchers(host)
+    _, watcher = parent_and_watcher(host)
     # Frozen by whatever means: the root parent must not wait on it forever.
     os.kill(watcher, signal.SIGSTOP)
     start = time.time()
