@@ -33,8 +33,13 @@ from conftest import REPO, new_session, routes_closed
 from ptyutil import PtyProcess
 from test_attack_inside import TIOCSTI
 
-NESTED_ON = {"jail": "nested_sandbox = true"}
-NESTED_OFF = {"jail": "nested_sandbox = false"}
+# The probes' controls connect to a listener on the host's 127.0.0.1, which
+# only a jail on the host's network reaches: these policies share it, so
+# that the inner sandboxes' own --unshare-net is what the probes measure.
+# test_real_agent_sandbox_works_in_an_isolated_jail runs an agent under the
+# default network = isolated.
+NESTED_ON = {"jail": "nested_sandbox = true\nnetwork = host"}
+NESTED_OFF = {"jail": "nested_sandbox = false\nnetwork = host"}
 
 # bubblewrap 0.8.0 inside a --disable-userns jail: the jail's user namespace
 # has a limit of one user namespace (its own), so the inner clone() fails.
@@ -376,22 +381,43 @@ def test_check_fails_when_the_inner_bwrap_cannot_run(host, alice):
         os.unlink(bw)
 
 
-def test_print_shows_the_setting_and_the_argv(host, alice, nested_on, nested_off):
+def test_print_shows_the_setting_and_the_argv(host, alice):
     # print shows two plans: the session jail's (where the tenant's work and
     # its agents run: the setting applies) and the attach jail's (a tmux
-    # client only: never nested namespaces).
+    # client only: never nested namespaces). Under the default network.
+    nested_on = host.config_variant({"jail": "nested_sandbox = true"})
+    nested_off = host.config_variant({"jail": "nested_sandbox = false"})
     on = host.run_root([host.bin, "print", "--user", alice, "--session", "s"], config=nested_on)
     off = host.run_root([host.bin, "print", "--user", alice, "--session", "s"], config=nested_off)
     assert on.returncode == 0 and off.returncode == 0, (on, off)
-    on_lines, off_lines = on.stdout.splitlines(), off.stdout.splitlines()
-    assert on_lines[0].endswith(", nested sandbox allowed"), on.stdout
-    assert off_lines[0].endswith(", nested sandbox not allowed"), off.stdout
-    assert on_lines[2].endswith(", nested sandbox not allowed"), on.stdout  # the attach jail
+    # Headers and command lines (the network's comment lines left out).
+    keep = lambda out: [l for l in out.splitlines() if not l.startswith("#") or l.startswith("# clihost-jail plan:")]
+    on_lines, off_lines = keep(on.stdout), keep(off.stdout)
+    assert on_lines[0].endswith(", nested sandbox allowed, network isolated"), on.stdout
+    assert off_lines[0].endswith(", nested sandbox not allowed, network isolated"), off.stdout
+    assert on_lines[2].endswith(", nested sandbox not allowed, network none"), on.stdout  # the attach jail
     on_argv, off_argv = shlex.split(on_lines[1]), shlex.split(off_lines[1])
     assert "--disable-userns" not in on_argv and "--disable-userns" in off_argv
     off_argv.remove("--disable-userns")
     assert on_argv == off_argv  # nothing else of the jail changes
     assert "--disable-userns" in shlex.split(on_lines[3])
+
+
+def test_real_agent_sandbox_works_in_an_isolated_jail(host, alice, workspace, agents):
+    """The default network = isolated and an agent's own sandbox together:
+    the jail has its own network (slirp4netns's tap0), the agent's sandbox
+    (srt: its own --unshare-net) has only a loopback, and the agent runs."""
+    ws = workspace
+    srt_settings(host, alice, ws)
+    conf = host.config_variant({"jail": "nested_sandbox = true"})
+    ifaces = "echo IFACES $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort)\n"
+    line = real_agent_line(agents, "srt", "echo INNER-ran\n" + ifaces)
+    r = jail(host, alice, f"cd {ws}\n{ifaces}{line}\necho AGENT-EXIT=$?\n", conf, timeout=120)
+    out = r.stdout
+    assert r.returncode == 0 and "AGENT-EXIT=0" in out, out
+    jail_part, inner_part = out.split("INNER-ran")
+    assert "IFACES lo tap0" in jail_part, out
+    assert "IFACES lo\n" in inner_part, out
 
 
 def test_nested_over_the_host_proc_warns_and_inner_bwrap_cannot_start(host, alice):
