@@ -432,6 +432,10 @@ def test_dockers_profile_never_allows_pivot_root_and_the_narrow_one_adds_exactly
     assert narrow["defaultAction"] == default["defaultAction"] == "SCMP_ACT_ERRNO"
 
 
+CORE_PATTERN_PROBE = ("import os\ntry:\n    os.close(os.open('/proc/sys/kernel/core_pattern', os.O_WRONLY))\n"
+                      "    print('writable')\nexcept OSError as e:\n    print(os.strerror(e.errno))\n")
+
+
 # --- the matrix -------------------------------------------------------------------------
 
 def assert_working(c):
@@ -444,6 +448,11 @@ def assert_working(c):
     assert "result: a jail can start" in check_lines(r), r
     ls = c.as_proxy(["run", "--user", ALICE, "--session", "ls", "--", "/bin/ls", "-A", "/home"])
     assert (ls.returncode, ls.stdout, ls.stderr) == (0, ALICE + "\n", ""), ls
+    # systempaths=unconfined opens the host's sysctls to container root, not
+    # to the jail: a tenant is never root.
+    core = c.as_proxy(["run", "--user", ALICE, "--session", "core", "--", "/usr/bin/python3", "-c",
+                       CORE_PATTERN_PROBE])
+    assert (core.returncode, core.stdout) == (0, "Permission denied\n"), core
     session = "main"
     term = c.terminal(["run", "--user", ALICE, "--session", session])
     try:
@@ -467,6 +476,7 @@ def test_docker_defaults_seccomp_blocks_user_namespaces(world):
         assert r.returncode == 3, r
         assert f"user namespaces: no ({SECCOMP_REASON})" in check_lines(r), r
         assert f"plan: FAIL: user namespaces are unavailable: {SECCOMP_REASON}" in check_lines(r), r
+        assert f"/proc/sys: FAIL: {PROC_SYS_RO}" in check_lines(r), r
         run = c.as_proxy(["run", "--user", ALICE, "--session", "s", "--", "/bin/true"])
         assert run.returncode == 3, run
         # Docker's read-only /proc/sys is named first: every jail needs it writable.
@@ -487,9 +497,20 @@ def test_seccomp_unconfined_but_masked_paths_block_a_fresh_procfs(world):
         assert (run.returncode, stderr_line(run)) == (3, f"clihost-jail: {PROC_SYS_RO}"), run
 
 
+def keyctl_result(c):
+    """keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0) as container
+    root: (return value, errno)."""
+    r = c.exec(["/usr/bin/python3", "-c", "import ctypes;l=ctypes.CDLL(None,use_errno=True);"
+                f"r=l.syscall({SYS_KEYCTL},0,-3,0);print(r,ctypes.get_errno())"])
+    ret, err = r.stdout.split()
+    return int(ret), int(err)
+
+
 def test_seccomp_unconfined_and_systempaths_unconfined_run_a_real_jail(world):
     with container(world, seccomp=None, systempaths=False) as c:
         assert_working(c)
+        # No filter at all: keyctl, which Docker's profile denies, works.
+        assert keyctl_result(c)[0] > 0
 
 
 def test_narrow_profile_and_systempaths_unconfined_run_a_real_jail(world):
@@ -499,9 +520,7 @@ def test_narrow_profile_and_systempaths_unconfined_run_a_real_jail(world):
         # Docker's filter is still there: the narrow profile is no unconfined.
         status = c.exec(["/bin/grep", "-E", "^(Seccomp|NoNewPrivs):", "/proc/self/status"])
         assert status.stdout.split() == ["NoNewPrivs:", "0", "Seccomp:", "2"], status
-        keyctl = c.exec(["/usr/bin/python3", "-c", "import ctypes;l=ctypes.CDLL(None,use_errno=True);"
-                         f"r=l.syscall({SYS_KEYCTL},0,-3,0);print(r,ctypes.get_errno())"])
-        assert keyctl.stdout.split() == ["-1", "1"], keyctl  # keyctl(KEYCTL_GET_KEYRING_ID): EPERM, as in Docker
+        assert keyctl_result(c) == (-1, 1)  # EPERM, as under Docker's own profile
 
 
 def test_narrow_profile_with_masked_paths_kept_names_the_mounts(world):
@@ -542,7 +561,8 @@ def test_only_read_only_proc_sys_is_named(world):
 def test_hidepid_fallback_does_not_work_under_docker(world):
     """/proc hidepid=invisible with proc = private-or-hidepid and Docker's
     paths kept: bwrap --disable-userns would die on the read-only /proc/sys
-    (exit 1, bwrap's own message); the helper refuses first, exit 3."""
+    (bwrap's own message, after the tenant's namespaces exist); the helper
+    refuses first, naming it."""
     conf = CONFIG.replace("[jail]\n", "[jail]\nproc = private-or-hidepid\n")
     with container(world, config=conf, seccomp=world["oci_narrow"], proc_options=["hidepid=invisible"]) as c:
         r = c.as_proxy(["check", "--user", ALICE])
@@ -552,6 +572,13 @@ def test_hidepid_fallback_does_not_work_under_docker(world):
         run = c.as_proxy(["run", "--user", ALICE, "--session", "s", "--", "/bin/true"])
         # Only the helper's line: bwrap never started.
         assert (run.returncode, run.stderr) == (3, f"clihost-jail: {PROC_SYS_RO}\n"), run
+        # Control: what bwrap itself does there (before this refusal, the
+        # helper started it and passed on this message).
+        uid = TENANTS[ALICE]
+        bwrap = c.exec(["/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--disable-userns", "--ro-bind", "/", "/",
+                        "--", "/bin/true"], uid=uid, gid=uid)
+        assert (bwrap.returncode, bwrap.stderr) == (
+            1, "bwrap: cannot open /proc/sys/user/max_user_namespaces: Read-only file system\n"), bwrap
 
 
 def test_no_new_privileges_makes_the_setuid_helper_powerless(world):
@@ -571,10 +598,6 @@ def test_no_new_privileges_makes_the_setuid_helper_powerless(world):
 
 
 # --- what systempaths=unconfined gives container root (SECURITY.md) -----------------------
-
-CORE_PATTERN_PROBE = ("import os\ntry:\n    os.close(os.open('/proc/sys/kernel/core_pattern', os.O_WRONLY))\n"
-                      "    print('writable')\nexcept OSError as e:\n    print(os.strerror(e.errno))\n")
-
 
 def test_systempaths_unconfined_lets_container_root_open_host_core_pattern(world):
     """Opened for writing, never written. With Docker's paths the open fails
