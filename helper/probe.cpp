@@ -61,7 +61,7 @@ int trial_clone() {
 
 // "WHAT: WHY" when the container facts explain the failure (a seccomp filter,
 // a mount over part of /proc, container_check.hpp), else WHAT.
-std::string explained(std::string what, const std::string& why) { return why.empty() ? what : what + ": " + why; }
+std::string explained(const std::string& what, const std::string& why) { return why.empty() ? what : what + ": " + why; }
 
 TrialResult describe(int code) {
     TrialResult r;

@@ -69,6 +69,9 @@ check "pristine sshd drop-in in /usr/share/clihost-jail" \
 check "clihost-jail-close-routes installed executable" "[ -x '$root/usr/sbin/clihost-jail-close-routes' ]"
 check "the installed PAM service loads no pam_systemd" "! grep -Ev '^[[:space:]]*(#|\$)' '$root/etc/pam.d/clihost-jail' | grep -q pam_systemd"
 check "sudoers drop-in shipped as an example" "[ -f '$root/usr/share/doc/clihost-jail/examples/sudoers.d/clihost-jail' ]"
+# install/clihost/README.md ("Docker / Dokku") points operators there.
+check "the Docker seccomp script and Dockerfile shipped as examples" \
+  "cmp -s '$root/usr/share/doc/clihost-jail/examples/clihost/seccomp_allow_userns.py' '$repo/install/clihost/seccomp_allow_userns.py' && cmp -s '$root/usr/share/doc/clihost-jail/examples/clihost/Dockerfile' '$repo/install/clihost/Dockerfile'"
 
 # The operator edits the policy; a re-install (upgrade) must keep it.
 printf '[jail]\nproc = private-or-hidepid\n' >"$root/etc/clihost-jail/jail.conf"

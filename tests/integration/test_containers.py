@@ -327,6 +327,9 @@ def world():
         pytest.fail("the container suite must run as root")
     assert os.path.exists(BUILD_BIN), f"build the helper first: {BUILD_BIN}"
     assert os.access(RUNC, os.X_OK), "runc is part of the test host (tests/run.sh installs it)"
+    # The lower layer is the filesystem mounted on "/" alone (overlayfs does
+    # not follow submounts): the image's programs must be on it.
+    assert not any(os.path.ismount(d) for d in ("/usr", "/etc", "/var")), "needs /usr, /etc and /var on /'s filesystem"
     with open("/run/ctj-integration.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         top = tempfile.mkdtemp(prefix="ctjc-", dir="/var/tmp")
@@ -621,3 +624,29 @@ def test_audit_lines_reach_the_hosts_syslog_through_dev_log(world):
         lines = log_lines(lambda l: "check passed" in l and f"tenant={ALICE}" in l and "caller=clihost" in l,
                           timeout=10, tail_bytes=4 << 20)
         assert any(logged_at(l) >= since - 1 for l in lines), lines
+
+
+# --- the example image ----------------------------------------------------------------------
+
+def test_the_dockerfile_builds_what_the_test_rootfs_has():
+    """install/clihost/Dockerfile cannot be built here (no registry); the
+    rootfs above stands in for it. Keep the two the same where it matters:
+    Debian bookworm-slim with bubblewrap and tmux, the helper from its .deb
+    (setuid root, group clihost, the PAM service), a non-root proxy user
+    clihost, no sshd, cron, at or MTA installed, /dev/log from the host."""
+    with open(os.path.join(REPO, "install", "clihost", "Dockerfile")) as f:
+        text = f.read()
+    lines = [l.strip() for l in text.splitlines()]
+    code = " ".join(l for l in lines if l and not l.startswith("#")).replace("\\", " ")
+    assert "FROM debian:bookworm-slim" in lines
+    installs = re.findall(r"apt-get install -y --no-install-recommends ([^&]+)", code)
+    packages = {p for group in installs for p in group.split()}
+    assert {"bubblewrap", "tmux", "/tmp/clihost-jail_*.deb"} <= packages, packages
+    assert not packages & {"openssh-server", "cron", "at", "exim4", "postfix", "sudo"}, packages
+    assert f"useradd --system --gid clihost --home-dir /nonexistent --shell /usr/sbin/nologin {PROXY}" in code
+    assert lines.count(f"USER {PROXY}") == 1 and "USER root" not in lines
+    assert "-v /dev/log:/dev/log" in text
+    # The .deb puts the helper and the PAM service where the rootfs has them.
+    with open(os.path.join(REPO, "install", "debian", "postinst")) as f:
+        postinst = f.read()
+    assert f"helper={HELPER}" in postinst and "dpkg-statoverride --update --add root clihost 4750" in postinst
