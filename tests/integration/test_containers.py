@@ -449,6 +449,8 @@ def assert_working(c):
     assert r.returncode == 0 and not fails(r), r
     assert "user namespaces: yes" in check_lines(r) and "fresh procfs: yes" in check_lines(r), r
     assert "result: a jail can start" in check_lines(r), r
+    # Control: the container's /home holds both tenants.
+    assert c.exec(["/bin/ls", "-A", "/home"]).stdout == "".join(t + "\n" for t in sorted(TENANTS))
     ls = c.as_proxy(["run", "--user", ALICE, "--session", "ls", "--", "/bin/ls", "-A", "/home"])
     assert (ls.returncode, ls.stdout, ls.stderr) == (0, ALICE + "\n", ""), ls
     # systempaths=unconfined opens the host's sysctls to container root, not
