@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "audit_sink.hpp"
+#include "container_check.hpp"
 #include "launch.hpp"
 #include "log.hpp"
 #include "nested_check.hpp"
@@ -87,6 +88,9 @@ int do_check(const Prepared& p, const StartState& start) {
     line("invocation", std::string(invocation_name(p.caller.invocation)) + " (caller " + p.caller.name + ", uid " +
                            std::to_string(p.caller.uid) + ")");
     if (p.caller.invocation == Invocation::unprivileged) problem("privileges", "effective uid is not 0");
+    // What a container takes away, named (container_check.hpp).
+    const bool unprivileged = p.caller.invocation == Invocation::unprivileged;
+    for (const auto& [k, v] : container_problems(unprivileged, read_container_facts())) problem(k, v);
     line("config", p.loaded.path + (p.loaded.from_file ? ": ok (root-owned, not writable by group/others)"
                                                        : ": absent, built-in defaults"));
     if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) {

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "container_check.hpp"
 #include "fault.hpp"
 #include "file_read.hpp"
 #include "privdrop.hpp"
@@ -58,13 +59,22 @@ int trial_clone() {
     return WIFEXITED(status) ? WEXITSTATUS(status) : kTrialForkFailed;
 }
 
+// "WHAT: WHY" when the container facts explain the failure (a seccomp filter,
+// a mount over part of /proc, container_check.hpp), else WHAT.
+std::string explained(const std::string& what, const std::string& why) { return why.empty() ? what : what + ": " + why; }
+
 TrialResult describe(int code) {
     TrialResult r;
     switch (code) {
         case kTrialOk: r.user_namespaces = r.fresh_proc = true; break;
-        case kTrialNoProc: r.user_namespaces = true; r.detail = "a fresh procfs cannot be mounted"; break;
+        case kTrialNoProc:
+            r.user_namespaces = true;
+            r.detail = explained("a fresh procfs cannot be mounted", why_no_fresh_proc(read_container_facts()));
+            break;
         case kTrialPrivateFailed: r.user_namespaces = true; r.detail = "mount propagation cannot be made private"; break;
-        case kTrialNoUserns: r.detail = "unprivileged user namespaces are not available"; break;
+        case kTrialNoUserns:
+            r.detail = explained("unprivileged user namespaces are not available", why_no_userns(read_container_facts()));
+            break;
         case kTrialDropFailed: r.detail = "the trial could not drop privileges"; break;
         case kTrialProcessLimit:
             r.process_limit = true;

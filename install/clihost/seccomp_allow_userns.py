@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
 """Derive a Docker seccomp profile for a clihost container from Docker's default.
 
-EXPERIMENTAL, UNSUPPORTED: the resulting profile has never been run against a
-real Docker daemon (none can run on the machine where it was written); it is
-only tested on a profile in the same format. The supported setting is
---security-opt seccomp=unconfined (install/clihost/README.md). Use this only
-if you verify it yourself: with it, `clihost-jail check --user TENANT` inside
-the container must exit 0 and a real session must start.
+The supported seccomp setting for clihost in Docker (install/clihost/README.md,
+"Docker / Dokku"); --security-opt seccomp=unconfined is the fallback.
+tests/integration/test_containers.py runs its output, converted to OCI the way
+Docker converts it, under runc with Docker's defaults (capabilities, masked and
+read-only paths): with --security-opt systempaths=unconfined `clihost-jail
+check` exits 0 and real sessions run; Docker's default profile alone refuses
+namespace creation. The test starts from the default.json in Debian's
+golang-github-docker-docker-dev (Docker 20.10's); for your Docker version,
+`clihost-jail check --user TENANT` inside the container is the proof.
 
 Why: Docker's default profile lets clone/unshare create namespaces, and lets
-mount/umount2/pivot_root run, only for containers with CAP_SYS_ADMIN. bwrap
-(the jail) and the helper's probe need exactly those calls, inside a new user
-namespace. --security-opt seccomp=unconfined also works but drops the whole
-filter (keyctl, bpf, perf_event_open, kexec, ...); this keeps all of it and
-only lets these five calls through unconditionally.
+mount/umount2 run, only for containers with CAP_SYS_ADMIN, and never allows
+pivot_root. bwrap (the jail) and the helper's probe need exactly those five
+calls, inside a new user namespace. --security-opt seccomp=unconfined also works
+but drops the whole filter (keyctl, bpf, perf_event_open, kexec, ...); this
+keeps all of it and only lets these five calls through unconditionally.
 
 What it costs: the container process still has no CAP_SYS_ADMIN, so the
 kernel itself refuses mount/pivot_root/new namespaces outside a user
@@ -21,10 +24,11 @@ namespace. What it opens is the kernel surface reachable from inside an
 unprivileged user namespace, which is the inherent price of bwrap.
 
 Start from the default.json that matches your Docker version (moby:
-profiles/seccomp/default.json):
+profiles/seccomp/default.json at your version's tag):
 
     python3 seccomp_allow_userns.py default.json > clihost-seccomp.json
-    docker run --security-opt seccomp=clihost-seccomp.json ...
+    docker run --security-opt seccomp=clihost-seccomp.json \\
+               --security-opt systempaths=unconfined ...
 """
 import json
 import sys

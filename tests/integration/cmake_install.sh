@@ -76,6 +76,9 @@ check "their unit loads exactly that file" \
   "grep -qx 'ExecStart=/usr/sbin/nft -f /usr/share/clihost-jail/clihost-jail.nft' '$root/usr/lib/systemd/system/clihost-jail-nft.service'"
 check "the installed PAM service loads no pam_systemd" "! grep -Ev '^[[:space:]]*(#|\$)' '$root/etc/pam.d/clihost-jail' | grep -q pam_systemd"
 check "sudoers drop-in shipped as an example" "[ -f '$root/usr/share/doc/clihost-jail/examples/sudoers.d/clihost-jail' ]"
+# install/clihost/README.md ("Docker / Dokku") points operators there.
+check "the Docker seccomp script and Dockerfile shipped as examples" \
+  "cmp -s '$root/usr/share/doc/clihost-jail/examples/clihost/seccomp_allow_userns.py' '$repo/install/clihost/seccomp_allow_userns.py' && cmp -s '$root/usr/share/doc/clihost-jail/examples/clihost/Dockerfile' '$repo/install/clihost/Dockerfile'"
 
 # The operator edits the policy; a re-install (upgrade) must keep it.
 printf '[jail]\nproc = private-or-hidepid\n' >"$root/etc/clihost-jail/jail.conf"
