@@ -174,7 +174,7 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start)
     if (auto st = require_root(p); !st) return refuse(st.error());
     if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
     if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
-    if (auto st = check_proc_sys_writable(true, read_container_facts()); !st) return refuse(st.error());
+    if (auto st = require_proc_sys_writable(true); !st) return refuse(st.error());
     if (policy.pam_session) {
         if (auto st = check_pam_service(policy.pam_service); !st) return refuse(st.error());
         // Every attach: an expired tenant cannot attach to a session jail
@@ -208,7 +208,7 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
     if (auto st = require_root(p); !st) return refuse(st.error());
     if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
     if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
-    if (auto st = check_proc_sys_writable(!policy.nested_sandbox, read_container_facts()); !st) return refuse(st.error());
+    if (auto st = require_proc_sys_writable(!policy.nested_sandbox); !st) return refuse(st.error());
     const Request req{JailAction::command, *cl.session, cl.command};
     // network = isolated: its prerequisites proven first (exit 3 if one is
     // missing), and a root parent stays to attach the network.
@@ -250,7 +250,7 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
 int do_kill(const Prepared& p, const CommandLine& cl, const StartState& start) {
     if (auto st = require_root(p); !st) return refuse(st.error());
     if (auto st = check_trusted_executable("bwrap", p.policy().bwrap); !st) return refuse(st.error());
-    if (auto st = check_proc_sys_writable(true, read_container_facts()); !st) return refuse(st.error());
+    if (auto st = require_proc_sys_writable(true); !st) return refuse(st.error());
     if (!find_session_jail(p.tenant->account.uid))
         return refuse(fail(Exit::refused, "tenant " + p.tenant->account.name + " has no session jail"));
     auto plan = plan_for(p, start, {JailAction::kill_session, *cl.session, {}});

@@ -1,6 +1,10 @@
 // container_check.cpp: see container_check.hpp.
 #include "container_check.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
+
 #include "file_read.hpp"
 
 namespace clihost {
@@ -158,6 +162,15 @@ Status check_proc_sys_writable(bool disable_userns, const ContainerFacts& f) {
     if (!disable_userns || !read_only_at(f.mountinfo, kMaxUserNamespaces)) return ok_status();
     return fail(Exit::host, "cannot start the jail: /proc/sys is read-only here, and bwrap --disable-userns must "
                             "write /proc/sys/user/max_user_namespaces; " + std::string(kDockerPaths));
+}
+
+Status require_proc_sys_writable(bool disable_userns) {
+    // The launch path's cheap question first (one syscall; root's access()
+    // ignores permissions but not a read-only mount): the facts, mountinfo
+    // and all, are read only to word a refusal.
+    if (!disable_userns) return ok_status();
+    if (::access(std::string(kMaxUserNamespaces).c_str(), W_OK) == 0 || errno != EROFS) return ok_status();
+    return check_proc_sys_writable(true, read_container_facts());
 }
 
 std::vector<std::pair<std::string, std::string>> container_problems(bool unprivileged, const ContainerFacts& f) {

@@ -71,6 +71,10 @@ std::string not_root_message(const ContainerFacts& f);
 // start uses --disable-userns.
 Status check_proc_sys_writable(bool disable_userns, const ContainerFacts& f);
 
+// check_proc_sys_writable for the launch paths: access(W_OK) first, the
+// facts only when it says EROFS.
+Status require_proc_sys_writable(bool disable_userns);
+
 // check's FAIL lines for what a container takes away, as (key, problem)
 // pairs: no_new_privs on an unprivileged helper, a read-only /proc/sys
 // (every attach jail needs it writable). Empty when nothing is missing.
