@@ -20,8 +20,8 @@ The tenant's work lives in its session jail, not in ttyd: the first terminal
 starts it, closing a browser tab ends only that connection's attach jail,
 and ttyd keeps serving the same session to the next tab. The proxy's three
 lifecycle calls:
-- DELETE of a terminal: stop its ttyd (SIGTERM, reap it), then `kill` the
-  tmux session; the last session's end ends the tenant's session jail.
+- DELETE of a terminal: stop its ttyd (SIGTERM, reap it), remove its socket,
+  then `kill` the tmux session; the last session's end ends the tenant's session jail.
 - proxy restart: running ttyds and their connections may die; the session
   jails live on. `list` says which tenants and sessions exist: start ttyd
   again for each session the proxy still knows.
@@ -122,6 +122,8 @@ def ensure_socket_dir(path=SOCKET_DIR):
     the sockets) and mode 0700 or 0750. Its parent must not be writable by
     others (they could rename the directory away and put their own there).
     Nothing is changed on an existing directory: it is refused instead."""
+    if not os.path.isabs(path):
+        raise SocketDirError(f"{path} is not an absolute path")
     euid = os.geteuid()
     parent = os.path.dirname(os.path.normpath(path))
     try:

@@ -24,8 +24,10 @@ new pseudo-terminal (session leader, the pty its controlling terminal,
 TERM=xterm-256color added to ttyd's environment), sends '1' + title and
 '2' + preferences, then '0' + output. The client sends '0' + input (ignored
 unless -W/--writable), '1' + {"columns","rows"} (resize), '2'/'3' (pause,
-resume). A closed connection sends the command ttyd's signal; the command's
-exit closes the websocket (1000 for status 0, else 1006). ttyd keeps serving
+resume). A closed connection sends the command's process group ttyd's
+signal (a failure is ignored, and the pty stays open until the command
+exits); the command's exit closes the websocket (1000 for status 0, else
+1006). ttyd keeps serving
 after a command ends: every connection gets a command of its own.
 
 Options of ttyd that the stand-in does not implement are refused, so a test
@@ -347,12 +349,16 @@ class Connection:
             pass
 
     def hang_up(self):
-        """The connection is gone: the command gets ttyd's signal."""
+        """The connection is gone: ttyd sends its signal to the command's
+        process group (pty.c pty_kill: uv_kill(-pid, sig)) and ignores a
+        failure (EPERM when the command is a setuid program that is no
+        longer the caller's to signal). The pty stays open until the command
+        exits, or ttyd does."""
         if self.pid is not None and not self.closed:
             self.closed = True
             try:
-                os.kill(self.pid, self.server.opts["signal"])
-            except ProcessLookupError:
+                os.kill(-self.pid, self.server.opts["signal"])
+            except OSError:
                 pass
 
 

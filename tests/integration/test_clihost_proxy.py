@@ -90,11 +90,11 @@ def test_proxy_example_drives_the_real_helper(host, alice):
     assert res["http"] == 200
     assert res["prompt"] and res["typed"], res
     assert res["listed"] == {alice: [s]}, res
-    assert res["first_exit"] == 0
+    assert res["first_exit"] == 0, r.stderr
     assert res["socket_after_ttyd_exit"] is False
     assert res["reattached"] and res["typed2"], res["shown"]
     assert res["kill"] == [True, "session ended"], res
-    assert res["second_exit"] == 0
+    assert res["second_exit"] == 0, r.stderr
     assert res["socket_after_delete"] is False
     ok, message = res["kill_again"]
     assert not ok and message == f"refused by policy: clihost-jail: tenant {alice} has no session jail", message

@@ -209,6 +209,9 @@ class SocketDir(unittest.TestCase):
         self.assertEqual(self.refused(), f"{self.dir} is a symlink")
         px.ensure_socket_dir(str(target))  # control: the target itself is fine
 
+    def test_a_relative_path_is_refused(self):
+        self.assertEqual(self.refused("clihost"), "clihost is not an absolute path")
+
     def test_a_file_is_refused(self):
         self.dir.write_text("")
         self.assertEqual(self.refused(), f"{self.dir} is not a directory")
