@@ -11,7 +11,7 @@ or session name can then never become shell syntax. Names are also checked
 here with the helper's own rules, so that a bad request fails early with a
 clear message instead of a refused ttyd start.
 
-    python3 proxy_example.py --dry-run terminal --user alice --session main --port 7681
+    python3 proxy_example.py --dry-run terminal --user alice --session main
     python3 proxy_example.py --dry-run kill --user alice --session main
     python3 proxy_example.py --dry-run stop --user alice
     python3 proxy_example.py --dry-run list
@@ -20,23 +20,51 @@ The tenant's work lives in its session jail, not in ttyd: the first terminal
 starts it, closing a browser tab ends only that connection's attach jail,
 and ttyd keeps serving the same session to the next tab. The proxy's three
 lifecycle calls:
-- DELETE of a terminal: stop its ttyd (SIGTERM, reap it), then `kill` the
-  tmux session; the last session's end ends the tenant's session jail.
+- DELETE of a terminal: stop its ttyd (SIGTERM, reap it), remove its socket,
+  then `kill` the tmux session; the last session's end ends the tenant's session jail.
 - proxy restart: running ttyds and their connections may die; the session
   jails live on. `list` says which tenants and sessions exist: start ttyd
   again for each session the proxy still knows.
 - tenant removed or disabled: `stop` ends its session jail and everything in
   it (expire or remove the account first, so that no new attach starts one).
+
+ttyd listens on a UNIX socket, /run/clihost/TENANT@SESSION.sock, never on
+TCP: ttyd has no authentication of its own here, and a TCP port on
+127.0.0.1 is reachable from every tenant's jail that shares the host's
+network (a tenant typed into another tenant's terminal that way) and can be
+squatted by a tenant that binds it first. The socket's directory is 0700 and
+the proxy's own, so no tenant can even find the socket, jailed or not; the
+proxy connects to it (http_get, TerminalConnection) and forwards the
+browser's connection after it has authenticated the tenant.
 """
 import argparse
+import base64
+import grp
+import hashlib
+import json
+import os
+import pwd
 import re
 import shlex
+import socket
+import stat
+import struct
 import subprocess
 import sys
+import time
 
 HELPER = "/usr/libexec/clihost-jail/clihost-jail"
 TTYD = "/usr/bin/ttyd"
 SUDO = "/usr/bin/sudo"
+# Where ttyd's sockets live: 0700 (or 0750 with a group no tenant is in),
+# owned by the proxy user. /run is root's: create it at boot with
+# tmpfiles.d (`d /run/clihost 0700 clihost clihost -`) or systemd's
+# RuntimeDirectory=clihost with RuntimeDirectoryMode=0700; a root proxy
+# creates it itself.
+SOCKET_DIR = "/run/clihost"
+# sockaddr_un.sun_path holds 108 bytes with the terminating NUL; ttyd
+# (libwebsockets) refuses a longer path.
+SUN_PATH_MAX = 107
 
 # The helper's rules (docs/ARCHITECTURE.md): session [A-Za-z0-9_.-]{1,64}, not starting
 # with '-' or '.'; account names as the helper accepts them.
@@ -64,16 +92,97 @@ def _helper_prefix(helper, via_sudo):
     return [SUDO, "-n", helper] if via_sudo else [helper]
 
 
-def terminal_argv(helper, user, session, ttyd=TTYD, port=7681, interface="127.0.0.1", via_sudo=False):
-    """argv that serves one tenant terminal on PORT: ttyd runs the helper."""
+class SocketDirError(Exception):
+    """The socket directory is missing and cannot be made, or is not safe."""
+
+
+def socket_path(user, session, socket_dir=SOCKET_DIR):
+    """Where ttyd serves the terminal SESSION of USER: SOCKET_DIR/USER@SESSION.sock
+    ('@' is in neither name, so two terminals never share a path; ttyd takes
+    --interface as a UNIX socket because it ends in .sock)."""
     _check_names(user, session)
-    if not 1 <= int(port) <= 65535:
-        raise ValueError(f"invalid port: {port!r}")
+    path = os.path.join(socket_dir, f"{user}@{session}.sock")
+    if len(os.fsencode(path)) > SUN_PATH_MAX:
+        raise ValueError(f"socket path longer than {SUN_PATH_MAX} bytes: {path!r}")
+    return path
+
+
+def socket_owner():
+    """ttyd's --socket-owner: the proxy's own user:group."""
+    return f"{pwd.getpwuid(os.geteuid()).pw_name}:{grp.getgrgid(os.getegid()).gr_name}"
+
+
+def ensure_socket_dir(path=SOCKET_DIR):
+    """Make sure PATH is a directory only the proxy can enter; returns PATH.
+
+    Made 0700 if absent. An existing one must be a real directory (not a
+    symlink: an attacker's link would put the sockets where the attacker
+    can reach them), owned by the proxy's uid (someone else's directory,
+    pre-created by a tenant in a writable parent, would let its owner swap
+    the sockets) and mode 0700 or 0750. Its parent must not be writable by
+    others (they could rename the directory away and put their own there).
+    Nothing is changed on an existing directory: it is refused instead."""
+    if not os.path.isabs(path):
+        raise SocketDirError(f"{path} is not an absolute path")
+    euid = os.geteuid()
+    parent = os.path.dirname(os.path.normpath(path))
+    try:
+        pst = os.lstat(parent)
+    except OSError as e:
+        raise SocketDirError(f"{parent}: {e.strerror}") from None
+    if not stat.S_ISDIR(pst.st_mode) or pst.st_uid not in (0, euid) or pst.st_mode & 0o022:
+        raise SocketDirError(f"{parent} is not a directory owned by root or the proxy and closed to others")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except PermissionError:
+        raise SocketDirError(f"{path} does not exist and the proxy cannot create it: make it 0700 owned by "
+                             f"the proxy (tmpfiles.d or RuntimeDirectory=)") from None
+    lst = os.lstat(path)
+    if stat.S_ISLNK(lst.st_mode):
+        raise SocketDirError(f"{path} is a symlink")
+    if not stat.S_ISDIR(lst.st_mode):
+        raise SocketDirError(f"{path} is not a directory")
+    # The checks below are made on the opened directory itself (O_NOFOLLOW:
+    # a symlink swapped in after the lstat is not followed).
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise SocketDirError(f"{path} changed while it was checked: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if st.st_uid != euid:
+        raise SocketDirError(f"{path} is owned by uid {st.st_uid}, not by the proxy (uid {euid})")
+    if stat.S_IMODE(st.st_mode) not in (0o700, 0o750):
+        raise SocketDirError(f"{path} has mode {stat.S_IMODE(st.st_mode):04o}, not 0700 or 0750")
+    return path
+
+
+def remove_socket(path):
+    """Remove ttyd's socket file (ttyd removes it on a clean exit, not when
+    it is killed). Only a socket is removed."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISSOCK(st.st_mode):
+        os.unlink(path)
+
+
+def terminal_argv(helper, user, session, ttyd=TTYD, socket_dir=SOCKET_DIR, owner=None, via_sudo=False):
+    """argv that serves one tenant terminal on its UNIX socket: ttyd runs the helper."""
+    path = socket_path(user, session, socket_dir)
     return [
         ttyd,
-        "--port", str(int(port)),
-        # Only the proxy should reach ttyd: it authenticates the tenant first.
-        "--interface", interface,
+        # A UNIX socket (the path ends in .sock), never TCP: only the proxy
+        # can reach it (its directory is the proxy's, 0700), and the proxy
+        # authenticates the tenant first. ttyd (libwebsockets) chowns the
+        # socket to --socket-owner and makes it 0660.
+        "--interface", path,
+        "--socket-owner", owner or socket_owner(),
         # No --once: each browser connection gets an attach jail of its own,
         # and closing a tab (ttyd's SIGHUP to its command) ends only that one;
         # the session itself lives in the tenant's session jail.
@@ -114,12 +223,169 @@ def parse_list(text):
     return out
 
 
-def launch_terminal(user, session, port, helper=HELPER, ttyd=TTYD, via_sudo=False):
-    """Start ttyd for the tenant; returns the Popen (the proxy reaps it)."""
-    argv = terminal_argv(helper, user, session, ttyd=ttyd, port=port, via_sudo=via_sudo)
+def launch_terminal(user, session, helper=HELPER, ttyd=TTYD, via_sudo=False, socket_dir=SOCKET_DIR):
+    """Start ttyd for the tenant; returns the Popen (the proxy reaps it),
+    with .socket_path where it listens."""
+    ensure_socket_dir(socket_dir)
+    argv = terminal_argv(helper, user, session, ttyd=ttyd, socket_dir=socket_dir, via_sudo=via_sudo)
     # start_new_session: the proxy's own signals (Ctrl-C in a dev shell) do
     # not hit running terminals; the proxy ends them explicitly.
-    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=CHILD_ENV, close_fds=True, start_new_session=True)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=CHILD_ENV, close_fds=True, start_new_session=True)
+    proc.socket_path = socket_path(user, session, socket_dir)
+    return proc
+
+
+def connect_ttyd(path, timeout=10.0):
+    """A stream connected to ttyd's UNIX socket."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    s.settimeout(timeout)
+    try:
+        s.connect(path)
+    except OSError:
+        s.close()
+        raise
+    return s
+
+
+def wait_listening(ttyd_proc, path, timeout=10.0):
+    """Wait until ttyd accepts connections on PATH; False if it exited or
+    the time ran out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ttyd_proc.poll() is not None:
+            return False
+        try:
+            connect_ttyd(path, timeout=1.0).close()
+            return True
+        except (FileNotFoundError, ConnectionRefusedError):
+            time.sleep(0.05)
+    return False
+
+
+def _read_head(sock):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise ConnectionError("ttyd closed the connection in the response head")
+        data += chunk
+    head, rest = data.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:] if ":" in l)}
+    return status, headers, rest
+
+
+def http_get(path, target="/", timeout=10.0):
+    """GET TARGET from ttyd over its UNIX socket: (status, headers, body)."""
+    with connect_ttyd(path, timeout) as s:
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
+        status, headers, body = _read_head(s)
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+    if "content-length" in headers:
+        body = body[:int(headers["content-length"])]
+    return status, headers, body
+
+
+class TerminalConnection:
+    """A browser's connection to ttyd's terminal, made by the proxy over the
+    UNIX socket: the websocket /ws (subprotocol "tty") and ttyd's messages
+    ('0' input/output, '1' resize/title, '2' preferences; the first client
+    message is JSON with the terminal size)."""
+
+    def __init__(self, path, columns=100, rows=30, timeout=10.0):
+        self.sock = connect_ttyd(path, timeout)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((f"GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
+                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                           f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: tty\r\n\r\n").encode())
+        status, headers, self._buf = _read_head(self.sock)
+        want = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
+        if status != 101 or headers.get("sec-websocket-accept", "").encode() != want:
+            self.sock.close()
+            raise ConnectionError(f"ttyd refused the websocket: HTTP {status}")
+        self.output = bytearray()
+        self.title = None
+        self.close_code = None
+        self._send(0x2, json.dumps({"AuthToken": "", "columns": columns, "rows": rows}).encode())
+
+    def _send(self, opcode, payload):
+        n = len(payload)
+        head = bytes([0x80 | opcode])
+        # A client masks every frame (RFC 6455 5.3).
+        if n < 126:
+            head += bytes([0x80 | n])
+        elif n < 65536:
+            head += bytes([0x80 | 126]) + struct.pack("!H", n)
+        else:
+            head += bytes([0x80 | 127]) + struct.pack("!Q", n)
+        mask = os.urandom(4)
+        self.sock.sendall(head + mask + bytes(c ^ mask[i % 4] for i, c in enumerate(payload)))
+
+    def send_input(self, text):
+        self._send(0x2, b"0" + text.encode())
+
+    def resize(self, columns, rows):
+        self._send(0x2, b"1" + json.dumps({"columns": columns, "rows": rows}).encode())
+
+    def _read_frame(self):
+        """The next whole frame (opcode, payload); nothing is consumed until
+        all of it arrived, so a timeout never cuts one in two."""
+        while True:
+            buf = self._buf
+            if len(buf) >= 2:
+                n, at = buf[1] & 0x7F, 2
+                if n == 126 and len(buf) >= 4:
+                    n, at = struct.unpack("!H", buf[2:4])[0], 4
+                elif n == 127 and len(buf) >= 10:
+                    n, at = struct.unpack("!Q", buf[2:10])[0], 10
+                if (buf[1] & 0x7F) < 126 or at > 2:
+                    if len(buf) >= at + n:
+                        self._buf = buf[at + n:]
+                        return buf[0] & 0x0F, buf[at:at + n]
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError
+            self._buf += chunk
+
+    def wait_for(self, text, timeout=10.0):
+        """Read the terminal until TEXT was shown; False at the timeout or
+        when ttyd closed the websocket first."""
+        want = text.encode()
+        deadline = time.monotonic() + timeout
+        while want not in self.output:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.close_code is not None:
+                return False
+            self.sock.settimeout(left)
+            try:
+                opcode, payload = self._read_frame()
+            except (socket.timeout, EOFError, OSError):
+                return want in self.output
+            if opcode == 0x8:
+                self.close_code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1005
+            elif payload[:1] == b"0":
+                self.output += payload[1:]
+            elif payload[:1] == b"1":
+                self.title = payload[1:].decode(errors="replace")
+        return True
+
+    def wait_closed(self, timeout=10.0):
+        """Read until ttyd closes the websocket (the command ended); its code or None."""
+        self.wait_for("\0never\0", timeout)
+        return self.close_code
+
+    def close(self):
+        """The browser goes away: ttyd sends its command SIGHUP."""
+        try:
+            self._send(0x8, struct.pack("!H", 1000))
+        except OSError:
+            pass
+        self.sock.close()
 
 
 def kill_session(user, session, helper=HELPER, via_sudo=False, timeout=30):
@@ -136,10 +402,10 @@ def kill_session(user, session, helper=HELPER, via_sudo=False, timeout=30):
     return False, f"tmux exited {r.returncode} (no such session?)"
 
 
-def delete_terminal(ttyd_proc, user, session, helper=HELPER, via_sudo=False):
+def delete_terminal(ttyd_proc, user, session, helper=HELPER, via_sudo=False, socket_dir=SOCKET_DIR):
     """What the proxy does on DELETE: stop ttyd first (no new connection can
-    start an attach), then end the tmux session (its last one ends the
-    tenant's session jail)."""
+    start an attach), remove its socket (left behind if ttyd was killed),
+    then end the tmux session (its last one ends the tenant's session jail)."""
     if ttyd_proc.poll() is None:
         ttyd_proc.terminate()
         try:
@@ -147,6 +413,7 @@ def delete_terminal(ttyd_proc, user, session, helper=HELPER, via_sudo=False):
         except subprocess.TimeoutExpired:
             ttyd_proc.kill()
             ttyd_proc.wait()
+    remove_socket(socket_path(user, session, socket_dir))
     return kill_session(user, session, helper=helper, via_sudo=via_sudo)
 
 
@@ -176,6 +443,7 @@ def main(argv=None):
     p.add_argument("--helper", default=HELPER, help="path of clihost-jail (default %(default)s)")
     p.add_argument("--ttyd", default=TTYD, help="path of ttyd (default %(default)s)")
     p.add_argument("--sudo", action="store_true", help="call the helper through sudo -n")
+    p.add_argument("--socket-dir", default=SOCKET_DIR, help="directory of ttyd's sockets (default %(default)s)")
     p.add_argument("--dry-run", action="store_true", help="print the argv instead of running it")
     sub = p.add_subparsers(dest="action", required=True)
     t = sub.add_parser("terminal", help="serve a terminal with ttyd")
@@ -187,11 +455,10 @@ def main(argv=None):
         s.add_argument("--session", required=True)
     st.add_argument("--user", required=True)
     ls.add_argument("--user")
-    t.add_argument("--port", type=int, required=True)
     a = p.parse_args(argv)
     try:
         if a.action == "terminal":
-            cmd = terminal_argv(a.helper, a.user, a.session, ttyd=a.ttyd, port=a.port, via_sudo=a.sudo)
+            cmd = terminal_argv(a.helper, a.user, a.session, ttyd=a.ttyd, socket_dir=a.socket_dir, via_sudo=a.sudo)
         elif a.action == "kill":
             cmd = kill_argv(a.helper, a.user, a.session, via_sudo=a.sudo)
         elif a.action == "stop":
@@ -205,7 +472,13 @@ def main(argv=None):
         print(shlex.join(cmd))
         return 0
     if a.action == "terminal":
-        return launch_terminal(a.user, a.session, a.port, helper=a.helper, ttyd=a.ttyd, via_sudo=a.sudo).wait()
+        try:
+            proc = launch_terminal(a.user, a.session, helper=a.helper, ttyd=a.ttyd, via_sudo=a.sudo,
+                                   socket_dir=a.socket_dir)
+        except SocketDirError as e:
+            print(f"proxy_example: {e}", file=sys.stderr)
+            return 1
+        return proc.wait()
     if a.action == "list":
         r = _run_helper(cmd)
         sys.stdout.write(r.stdout)

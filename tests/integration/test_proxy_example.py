@@ -7,9 +7,12 @@ kill_session's refusal handling is also checked against the real built
 helper (CLIHOST_JAIL_BUILD_BIN, as root). The seccomp transform is checked on a profile in
 Docker's format (no Docker daemon can run here).
 """
+import grp
 import json
 import os
 import pathlib
+import pwd
+import socket
 import stat
 import subprocess
 import sys
@@ -34,9 +37,32 @@ def write_script(path, body):
 class ArgvBuilders(unittest.TestCase):
     def test_terminal_argv_is_the_documented_command(self):
         self.assertEqual(
-            px.terminal_argv(H, "alice", "main", ttyd="ttyd", port=7681),
-            ["ttyd", "--port", "7681", "--interface", "127.0.0.1", "--writable",
-             H, "run", "--user", "alice", "--session", "main"])
+            px.terminal_argv(H, "alice", "main", ttyd="ttyd", owner="clihost:clihost"),
+            ["ttyd", "--interface", "/run/clihost/alice@main.sock", "--socket-owner", "clihost:clihost",
+             "--writable", H, "run", "--user", "alice", "--session", "main"])
+
+    def test_ttyd_never_listens_on_tcp(self):
+        argv = px.terminal_argv(H, "alice", "main", ttyd="ttyd")
+        self.assertNotIn("--port", argv)
+        self.assertNotIn("-p", argv)
+        # ttyd takes --interface as a UNIX socket path only when it ends in .sock
+        self.assertTrue(argv[argv.index("--interface") + 1].endswith(".sock"))
+
+    def test_socket_owner_is_the_proxys_own_user_and_group(self):
+        argv = px.terminal_argv(H, "alice", "main", ttyd="ttyd")
+        self.assertEqual(argv[argv.index("--socket-owner") + 1],
+                         f"{pwd.getpwuid(os.geteuid()).pw_name}:{grp.getgrgid(os.getegid()).gr_name}")
+
+    def test_socket_path_is_per_tenant_and_session_and_fits_sun_path(self):
+        self.assertEqual(px.socket_path("alice", "main"), "/run/clihost/alice@main.sock")
+        self.assertEqual(px.socket_path("alice", "x.y", socket_dir="/s"), "/s/alice@x.y.sock")
+        longest = px.socket_path("u" * 32, "s" * 56)  # 13 + 32 + 1 + 56 + 5 = 107 bytes
+        self.assertEqual(len(longest), 107)
+        with self.assertRaises(ValueError) as e:
+            px.socket_path("u" * 32, "s" * 57)
+        self.assertEqual(str(e.exception), f"socket path longer than 107 bytes: '/run/clihost/{'u' * 32}@{'s' * 57}.sock'")
+        with self.assertRaises(ValueError):
+            px.terminal_argv(H, "u" * 32, "s" * 64)
 
     def test_kill_argv_is_the_documented_command(self):
         self.assertEqual(px.kill_argv(H, "alice", "s-1.2"), [H, "kill", "--user", "alice", "--session", "s-1.2"])
@@ -55,11 +81,11 @@ class ArgvBuilders(unittest.TestCase):
 
     def test_helper_path_is_configurable(self):
         self.assertEqual(px.kill_argv("/opt/cj", "bob", "x")[0], "/opt/cj")
-        self.assertIn("/opt/cj", px.terminal_argv("/opt/cj", "bob", "x", port=1))
+        self.assertIn("/opt/cj", px.terminal_argv("/opt/cj", "bob", "x"))
 
     def test_sudo_mode_is_non_interactive(self):
         self.assertEqual(px.kill_argv(H, "alice", "main", via_sudo=True)[:3], ["/usr/bin/sudo", "-n", H])
-        argv = px.terminal_argv(H, "alice", "main", port=80, via_sudo=True)
+        argv = px.terminal_argv(H, "alice", "main", via_sudo=True)
         self.assertEqual(argv[argv.index("/usr/bin/sudo"):][:4], ["/usr/bin/sudo", "-n", H, "run"])
 
     def test_bad_names_are_refused_before_anything_runs(self):
@@ -68,13 +94,9 @@ class ArgvBuilders(unittest.TestCase):
                 px.kill_argv(H, "alice", session)
         for user in ["", "-u", "a b", "a/b", "x" * 33]:
             with self.subTest(user=user), self.assertRaises(ValueError):
-                px.terminal_argv(H, user, "main", port=1)
+                px.terminal_argv(H, user, "main")
         self.assertEqual(px.kill_argv(H, "alice", "x" * 64)[-1], "x" * 64)
 
-    def test_bad_ports_are_refused(self):
-        for port in [0, 65536, -1]:
-            with self.subTest(port=port), self.assertRaises(ValueError):
-                px.terminal_argv(H, "alice", "main", port=port)
 
 
 class Running(unittest.TestCase):
@@ -89,10 +111,13 @@ class Running(unittest.TestCase):
 
     def test_launch_terminal_execs_the_argv_with_a_clean_env(self):
         ttyd = write_script(self.dir / "ttyd", f'printf "%s\\n" "$@" > {self.log}; env >> {self.log}\n')
-        p = px.launch_terminal("alice", "main", 7681, helper=H, ttyd=ttyd)
+        run = str(self.dir / "run")
+        p = px.launch_terminal("alice", "main", helper=H, ttyd=ttyd, socket_dir=run)
         self.assertEqual(p.wait(timeout=10), 0)
+        self.assertEqual(p.socket_path, f"{run}/alice@main.sock")
+        self.assertEqual(stat.S_IMODE(os.stat(run).st_mode), 0o700)  # made by launch_terminal
         out = self.log.read_text().splitlines()
-        argv = px.terminal_argv(H, "alice", "main", ttyd=ttyd, port=7681)[1:]
+        argv = px.terminal_argv(H, "alice", "main", ttyd=ttyd, socket_dir=run)[1:]
         self.assertEqual(out[:len(argv)], argv)
         self.assertNotIn("PROXY_SECRET=must-not-leak", out)
 
@@ -125,9 +150,202 @@ class Running(unittest.TestCase):
                             "--session", "main"], capture_output=True, text=True, check=False)
         self.assertEqual((r.returncode, r.stdout), (0, "/x/cj kill --user alice --session main\n"))
         r = subprocess.run([sys.executable, script, "--dry-run", "terminal", "--user", "alice",
-                            "--session=-rf", "--port", "1"], capture_output=True, text=True, check=False)
+                            "--session=-rf"], capture_output=True, text=True, check=False)
         self.assertEqual(r.returncode, 2)
         self.assertIn("invalid session name", r.stderr)
+
+
+class SocketDir(unittest.TestCase):
+    """ensure_socket_dir: the one directory that keeps tenants from ttyd's
+    sockets. Each refusal has its control: the same directory with that one
+    thing right is accepted."""
+
+    def setUp(self):
+        self.parent = pathlib.Path(tempfile.mkdtemp())  # 0700, ours: a safe parent
+        self.dir = self.parent / "clihost"
+
+    def tearDown(self):
+        subprocess.run(["rm", "-rf", str(self.parent)], check=True)
+
+    def refused(self, path=None):
+        with self.assertRaises(px.SocketDirError) as e:
+            px.ensure_socket_dir(str(path or self.dir))
+        return str(e.exception)
+
+    def test_an_absent_directory_is_made_0700(self):
+        os.umask(0o022)
+        self.assertEqual(px.ensure_socket_dir(str(self.dir)), str(self.dir))
+        st = os.lstat(self.dir)
+        self.assertTrue(stat.S_ISDIR(st.st_mode))
+        self.assertEqual((stat.S_IMODE(st.st_mode), st.st_uid), (0o700, os.geteuid()))
+
+    def test_an_existing_0700_or_0750_directory_of_the_proxy_is_kept(self):
+        for mode in (0o700, 0o750):
+            with self.subTest(mode=oct(mode)):
+                self.dir.mkdir(exist_ok=True)
+                self.dir.chmod(mode)
+                px.ensure_socket_dir(str(self.dir))
+                self.assertEqual(stat.S_IMODE(os.lstat(self.dir).st_mode), mode)  # not changed
+
+    def test_a_directory_others_can_enter_is_refused(self):
+        for mode in (0o755, 0o711, 0o770, 0o701):
+            with self.subTest(mode=oct(mode)):
+                self.dir.mkdir(exist_ok=True)
+                self.dir.chmod(mode)
+                self.assertEqual(self.refused(), f"{self.dir} has mode {mode:04o}, not 0700 or 0750")
+                self.assertEqual(stat.S_IMODE(os.lstat(self.dir).st_mode), mode)  # refused, not "fixed"
+
+    def test_a_directory_someone_else_owns_is_refused(self):
+        self.dir.mkdir(mode=0o700)
+        os.chown(self.dir, 65534, 65534)  # e.g. pre-created by a tenant where it could
+        self.assertEqual(self.refused(), f"{self.dir} is owned by uid 65534, not by the proxy (uid {os.geteuid()})")
+        os.chown(self.dir, os.geteuid(), os.getegid())
+        px.ensure_socket_dir(str(self.dir))
+
+    def test_a_symlink_is_refused_even_to_a_good_directory(self):
+        target = self.parent / "elsewhere"
+        target.mkdir(mode=0o700)
+        self.dir.symlink_to(target)
+        self.assertEqual(self.refused(), f"{self.dir} is a symlink")
+        px.ensure_socket_dir(str(target))  # control: the target itself is fine
+
+    def test_a_relative_path_is_refused(self):
+        self.assertEqual(self.refused("clihost"), "clihost is not an absolute path")
+
+    def test_a_file_is_refused(self):
+        self.dir.write_text("")
+        self.assertEqual(self.refused(), f"{self.dir} is not a directory")
+
+    def test_a_parent_others_can_write_is_refused(self):
+        for mode in (0o777, 0o1777, 0o770):
+            with self.subTest(mode=oct(mode)):
+                self.parent.chmod(mode)
+                self.assertEqual(self.refused(),
+                                 f"{self.parent} is not a directory owned by root or the proxy and closed to others")
+        self.parent.chmod(0o755)
+        px.ensure_socket_dir(str(self.dir))
+
+    def test_a_proxy_that_cannot_create_it_is_told_how(self):
+        self.parent.chmod(0o755)  # root's, like /run: nobody cannot create in it
+        code = ("import sys; sys.dont_write_bytecode = True; sys.path.insert(0, sys.argv[1]); import proxy_example as px\n"
+                "try:\n    px.ensure_socket_dir(sys.argv[2])\nexcept px.SocketDirError as e:\n    print(e)\n")
+        r = subprocess.run([sys.executable, "-c", code, str(REPO / "install" / "clihost"), str(self.dir)],
+                           capture_output=True, text=True, check=False, preexec_fn=lambda: os.setuid(65534))
+        self.assertEqual(r.stdout, f"{self.dir} does not exist and the proxy cannot create it: make it 0700 owned by "
+                                   f"the proxy (tmpfiles.d or RuntimeDirectory=)\n", r.stderr)
+        self.assertFalse(self.dir.exists())
+
+    def test_remove_socket_removes_only_a_socket(self):
+        self.dir.mkdir(mode=0o700)
+        sock = self.dir / "a@b.sock"
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(str(sock))
+        px.remove_socket(str(sock))
+        self.assertFalse(os.path.lexists(sock))
+        px.remove_socket(str(sock))  # absent: nothing to do
+        sock.write_text("not a socket")
+        px.remove_socket(str(sock))
+        self.assertTrue(sock.exists())
+
+
+FAKE_TTYD = REPO / "tests" / "integration" / "fake_ttyd.py"
+
+
+class TtydStandIn(unittest.TestCase):
+    """The stand-in ttyd (tests/integration/fake_ttyd.py) listens the way
+    ttyd 1.7 with libwebsockets does, and the example proxy's client drives a
+    terminal through it over the UNIX socket."""
+
+    def setUp(self):
+        self.dir = pathlib.Path(tempfile.mkdtemp())
+        self.log = self.dir / "log"
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        subprocess.run(["rm", "-rf", str(self.dir)], check=True)
+
+    def ttyd(self, *args):
+        p = subprocess.Popen([sys.executable, str(FAKE_TTYD), *args], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        return p
+
+    def test_socket_owner_chowns_and_makes_it_0660(self):
+        path = str(self.dir / "t.sock")
+        p = self.ttyd("-i", path, "-U", "nobody:nogroup", "/bin/true")
+        self.assertTrue(px.wait_listening(p, path))
+        st = os.lstat(path)
+        self.assertTrue(stat.S_ISSOCK(st.st_mode))
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)),
+                         (pwd.getpwnam("nobody").pw_uid, grp.getgrnam("nogroup").gr_gid, 0o660))
+        p.terminate()
+        self.assertEqual(p.wait(10), 0)
+        self.assertFalse(os.path.lexists(path))  # removed at exit, as ttyd does
+
+    def test_without_socket_owner_it_is_0660_and_with_root_it_is_left_alone(self):
+        os.umask(0o022)
+        path = str(self.dir / "a.sock")
+        p = self.ttyd("--interface", path, "/bin/true")
+        self.assertTrue(px.wait_listening(p, path))
+        self.assertEqual(stat.S_IMODE(os.lstat(path).st_mode), 0o660)
+        path = str(self.dir / "b.sock")
+        p = self.ttyd("--interface", path, "--socket-owner", "root:root", "/bin/true")
+        self.assertTrue(px.wait_listening(p, path))
+        self.assertEqual(stat.S_IMODE(os.lstat(path).st_mode), 0o755)  # lws: uid 0, no chown/chmod
+
+    def test_bad_socket_owners_and_paths_are_refused(self):
+        path = str(self.dir / "t.sock")
+        for owner in ("nobody", "ctj-no-such-user:nogroup", "nobody:ctj-no-such-group", ":nogroup"):
+            with self.subTest(owner=owner):
+                p = self.ttyd("-i", path, "-U", owner, "/bin/true")
+                self.assertEqual(p.wait(10), 1)
+                self.assertEqual(p.stderr.read(), f"fake_ttyd: Failed to translate {owner}\n")
+        long = "/" + "x" * 102 + ".sock"  # 108 bytes
+        p = self.ttyd("-i", long, "/bin/true")
+        self.assertEqual(p.wait(10), 1)
+        self.assertEqual(p.stderr.read(), f'fake_ttyd: "{long}" too long for UNIX domain socket\n')
+        p = self.ttyd("-i", path, "--credential", "a:b", "/bin/true")
+        self.assertEqual(p.wait(10), 1)
+        self.assertEqual(p.stderr.read(), "fake_ttyd: option --credential is not implemented by the stand-in\n")
+
+    def test_whatever_is_at_the_path_is_replaced(self):
+        path = self.dir / "t.sock"
+        path.write_text("stale")
+        p = self.ttyd("-i", str(path), "/bin/true")
+        self.assertTrue(px.wait_listening(p, str(path)))
+        self.assertTrue(stat.S_ISSOCK(os.lstat(path).st_mode))
+
+    def test_the_proxy_drives_a_terminal_over_the_socket_and_delete_removes_it(self):
+        run = self.dir / "run"
+        helper = write_script(self.dir / "helper",
+                              f'if [ "$1" = kill ]; then printf "%s\\n" "$@" > {self.log}; exit 0; fi\n'
+                              'echo "ARGS $*"; exec /bin/sh\n')
+        ttyd = write_script(self.dir / "ttyd", f'exec {sys.executable} {FAKE_TTYD} "$@"\n')
+        p = px.launch_terminal("alice", "main", helper=helper, ttyd=ttyd, socket_dir=str(run))
+        self.procs.append(p)
+        self.assertTrue(px.wait_listening(p, p.socket_path))
+        status, headers, body = px.http_get(p.socket_path, "/")
+        self.assertEqual((status, headers["content-type"]), (200, "text/html"))
+        self.assertIn(b"ttyd", body)
+        t = px.TerminalConnection(p.socket_path, columns=91, rows=27)
+        self.assertTrue(t.wait_for("ARGS run --user alice --session main"), t.output)
+        t.send_input("stty size; echo x$((6*7))\r")
+        self.assertTrue(t.wait_for("27 91"), t.output)
+        self.assertTrue(t.wait_for("x42"), t.output)
+        t.send_input("exit 0\r")
+        self.assertEqual(t.wait_closed(), 1000)  # ttyd: the command exited with 0
+        self.assertIsNone(p.poll())  # ttyd keeps serving the terminal
+        p.kill()  # no clean exit: the socket stays, delete_terminal removes it
+        p.wait()
+        self.assertTrue(os.path.lexists(p.socket_path))
+        self.assertEqual(px.delete_terminal(p, "alice", "main", helper=helper, socket_dir=str(run)),
+                         (True, "session ended"))
+        self.assertFalse(os.path.lexists(p.socket_path))
+        self.assertEqual(self.log.read_text().split(), ["kill", "--user", "alice", "--session", "main"])
 
 
 # A profile in Docker's format with the rules that matter here.
