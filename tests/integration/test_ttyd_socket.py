@@ -45,7 +45,12 @@ import proxy_example as px  # noqa: E402
 # and "replace": {"jail": {"network": "host"}} for network-host once the
 # base config no longer means host.
 NETWORK_VARIANTS = [
-    {"id": "network-host", "replace": None, "tcp_ttyd": "ok"},
+    # The default: the jail's own network namespace, where 127.0.0.1 is its
+    # own loopback; the old TCP ttyd on the host's loopback is out of reach.
+    {"id": "network-isolated", "replace": None, "tcp_ttyd": "ECONNREFUSED"},
+    # The host's network: the TCP ttyd is reached (the issue's attack), the
+    # UNIX socket still is not.
+    {"id": "network-host", "replace": {"jail": {"network": "host"}}, "tcp_ttyd": "ok"},
 ]
 
 PROBE = textwrap.dedent("""\
