@@ -184,21 +184,9 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start)
     }
     auto attach = plan_for(p, start, {JailAction::attach, *cl.session, {}});
     if (!attach) return refuse(attach.error());
-    const SessionStart wanted{policy, *p.tenant, p.probe, start.caller_env, p.caller.name};
-    auto jail = ensure_session_jail(wanted);
+    auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
     if (!jail) return refuse(jail.error());
     log::audit("allow", "attach to the session jail of supervisor " + std::to_string(jail.value().pid));
-    const int status = run_attach_jail(attach.value());
-    // tmux's "no server running" (exit 1), from a session jail that was
-    // ending as we found it (its last session had just been killed or had
-    // exited, and its record was still there): no server answers, and its
-    // supervisor ends within moments. Then start a new one and attach
-    // again, once. Any other failure is returned as it is.
-    if (status != 1 || tmux_server_answers(attach.value()) || !session_jail_ended(jail.value(), 3000)) return status;
-    jail = ensure_session_jail(wanted);
-    if (!jail) return refuse(jail.error());
-    log::audit("allow", "attach to the session jail of supervisor " + std::to_string(jail.value().pid) +
-                            " (the one found had just ended)");
     return run_attach_jail(attach.value());
 }
 
@@ -251,12 +239,19 @@ int do_kill(const Prepared& p, const CommandLine& cl, const StartState& start) {
     if (auto st = require_root(p); !st) return refuse(st.error());
     if (auto st = check_trusted_executable("bwrap", p.policy().bwrap); !st) return refuse(st.error());
     if (auto st = require_proc_sys_writable(true); !st) return refuse(st.error());
-    if (!find_session_jail(p.tenant->account.uid))
-        return refuse(fail(Exit::refused, "tenant " + p.tenant->account.name + " has no session jail"));
+    const auto jail = find_session_jail(p.tenant->account.uid);
+    if (!jail) return refuse(fail(Exit::refused, "tenant " + p.tenant->account.name + " has no session jail"));
     auto plan = plan_for(p, start, {JailAction::kill_session, *cl.session, {}});
     if (!plan) return refuse(plan.error());
-    log::audit("allow", "exec bwrap (kill-session)");
-    exec_jail(plan.value(), start.parent);
+    log::audit("allow", "starting bwrap (kill-session)");
+    // tmux's own refusal ("can't find session") reaches the caller's stderr.
+    const auto killed = capture_jail(plan.value(), std::size_t{64} * 1024, true);
+    // No session left: the session jail is ending (exit-empty). Return once
+    // it is gone, so that the caller's next `run` starts a new one rather
+    // than find the old one's record while it ends.
+    if (killed.status == 0 && killed.out.empty() && !session_jail_ended(*jail, 5000))
+        log::audit("warn", "the session jail's last session was killed but it has not ended within 5 s");
+    return killed.status;
 }
 
 int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {

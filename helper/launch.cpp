@@ -103,14 +103,9 @@ Error exec_bwrap(const Plan& plan, const JailFds& fds = {}) {
     // reach the jail: mark every fd above 2 close-on-exec.
     if (::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) != 0)
         return fail(Exit::internal, "cannot mark descriptors close-on-exec");
-    // The one descriptor bwrap is meant to get: its seccomp program, at the
-    // number the plan names (dup2 leaves the copy without close-on-exec).
-    auto program = seccomp_program_fd();
-    if (!program) return program.error();
-    if (::dup2(program.value().get(), kSeccompFd) != kSeccompFd || ::fcntl(kSeccompFd, F_SETFD, 0) != 0)
-        return fail(Exit::internal, "cannot place the seccomp program");
-    // The others where the plan names them. Copied above every target first:
-    // a source may sit on another one's target number.
+    // The planned descriptors, copied above every target number first: a
+    // source may sit on another one's target (with no syslog socket open,
+    // a pipe can be fd 3, which the seccomp program takes).
     const std::pair<int, int> wanted[] = {{fds.status, kStatusFd}, {fds.info, kInfoFd}, {fds.block, kBlockFd},
                                           {fds.resolv, kResolvFd}};
     std::vector<std::pair<int, int>> high;
@@ -120,6 +115,12 @@ Error exec_bwrap(const Plan& plan, const JailFds& fds = {}) {
         if (copy < 0) return fail(Exit::internal, "cannot place bwrap's descriptors");
         high.emplace_back(copy, at);
     }
+    // The seccomp program, at the number the plan names (dup2 leaves the
+    // copy without close-on-exec), then the others.
+    auto program = seccomp_program_fd();
+    if (!program) return program.error();
+    if (::dup2(program.value().get(), kSeccompFd) != kSeccompFd || ::fcntl(kSeccompFd, F_SETFD, 0) != 0)
+        return fail(Exit::internal, "cannot place the seccomp program");
     for (const auto& [copy, at] : high)
         if (::dup2(copy, at) != at || ::fcntl(at, F_SETFD, 0) != 0)
             return fail(Exit::internal, "cannot place bwrap's descriptors");
@@ -608,26 +609,6 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
     return exit_status_of(status);
 }
 
-bool tmux_server_answers(const Plan& plan) {
-    const std::string socket = plan.socket_dir + "/clihost.sock";
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (socket.size() >= sizeof addr.sun_path) return false;
-    std::memcpy(addr.sun_path, socket.c_str(), socket.size() + 1);
-    const pid_t self = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) return false;
-    if (pid == 0)
-        run_as_tenant(plan.creds, self, SIGKILL, [&]() noexcept {
-            const UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-            return s.valid() && ::connect(s.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 ? 0 : 1;
-        });
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return false;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 int run_attach_jail(const Plan& plan) {
     // As run_supervised: nothing relayed is lost between fork and the wait,
     // the terminal's stop keys do not stop us, and what bwrap leaves is ours.
@@ -664,16 +645,18 @@ Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, 
     return child;
 }
 
-Captured capture_jail(const Plan& plan, std::size_t max) {
+Captured capture_jail(const Plan& plan, std::size_t max, bool keep_stderr) {
     Captured c;
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return c;
     const pid_t self = ::getpid();
     const pid_t pid = ::fork();
     if (pid == 0) {
-        // stdout to us, stderr nowhere (tmux's "no server running" is not output).
-        const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-        if (::dup2(fds[1], 1) != 1 || null < 0 || ::dup2(null, 2) != 2) ::_exit(static_cast<int>(Exit::internal));
+        // stdout to us; stderr nowhere for list (tmux's "no server running"
+        // is not output), the caller's for kill.
+        const int null = keep_stderr ? 2 : ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (::dup2(fds[1], 1) != 1 || null < 0 || (!keep_stderr && ::dup2(null, 2) != 2))
+            ::_exit(static_cast<int>(Exit::internal));
         exec_jail(plan, self);
     }
     ::close(fds[1]);

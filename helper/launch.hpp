@@ -37,6 +37,14 @@ Status prepare_socket_dir(const std::string& home, uid_t uid);
 // Returns the exit status to hand to our caller.
 int run_attach_jail(const Plan& plan);
 
+// A connection's attach jail, under this process, which waits and relays
+// HUP/INT/QUIT/TERM to it: ttyd ends a connection with SIGHUP to the
+// helper's process group, and a ttyd run by a non-root proxy may signal
+// this process (its real uid is the proxy's) but never the tenant's bwrap.
+// The jail gets a process group of its own with the terminal's foreground.
+// Returns the exit status to hand to our caller.
+int run_attach_jail(const Plan& plan);
+
 // Whether the tenant's tmux server accepts a connection on the plan's
 // socket, asked by a child that became the tenant (root never connects to a
 // path in a tenant's home).
@@ -83,13 +91,14 @@ int exit_status_of(int status);
 void write_report(int fd, const Status& st);
 Status read_report(int fd, int seconds);
 
-// Runs a client jail (list) with its stdout captured; returns the exit
-// status and up to `max` bytes of output.
+// Runs a client jail (list, kill) with its stdout captured; returns the
+// exit status and up to `max` bytes of output. Its stderr goes to ours with
+// `keep_stderr`, else nowhere.
 struct Captured {
     int status{-1};
     std::string out;
 };
-Captured capture_jail(const Plan& plan, std::size_t max);
+Captured capture_jail(const Plan& plan, std::size_t max, bool keep_stderr = false);
 
 // Runs argv as the tenant (or as `creds` for check without a tenant) after
 // the full drop; returns the first line of its stdout ("" on failure).

@@ -124,7 +124,10 @@ std::vector<std::string> tmux_command(const Account& tenant, JailAction action, 
                     "-s", name};
         case JailAction::kill_session:
             // "=" asks tmux for an exact match: "-t dev" must never kill "dev2".
-            return {tmux, "-N", "-S", socket, "kill-session", "-t", "=" + name};
+            // Then the sessions left, none when it was the last: the session
+            // jail is then ending, and `kill` returns once it is gone.
+            return {tmux, "-N", "-S", socket, "kill-session", "-t", "=" + name, ";", "list-sessions", "-F",
+                    "#{session_name}"};
         case JailAction::list_sessions:
             return {tmux, "-N", "-S", socket, "list-sessions", "-F", "#{session_name}"};
         case JailAction::command: break;

@@ -316,9 +316,10 @@ TEST(Plan, KillTargetsTheExactSessionOnTheTenantSocket) {
     auto p = plan_with(Policy{}, full_probe(), Request{JailAction::kill_session, "dev.1", {}});
     ASSERT_TRUE(p.ok());
     const auto& a = p.value().argv;
-    EXPECT_EQ(std::vector<std::string>(a.end() - 7, a.end()),
+    EXPECT_EQ(std::vector<std::string>(a.end() - 11, a.end()),
               (std::vector<std::string>{"/usr/bin/tmux", "-N", "-S", "/home/alice/.cache/tmux/clihost.sock",
-                                        "kill-session", "-t", "=dev_1"}));
+                                        "kill-session", "-t", "=dev_1", ";", "list-sessions", "-F",
+                                        "#{session_name}"}));
 }
 
 TEST(Plan, SandboxFlagIsForcedOnTheBwrapCommandLineAfterClearenv) {
