@@ -596,7 +596,10 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
         user_net = attach_user_net(ours.get(), *net, kStartSeconds);
         ours.reset();
         if (!user_net && user_net.error().message != kJailEndedEarly) {
-            ::kill(child, SIGKILL);
+            // Never SIGKILL the watcher here: it holds the write end of
+            // bwrap's --block-fd, and bwrap reads its end of file as the
+            // go-ahead. Our end of the channel is closed: the watcher kills
+            // bwrap itself and ends (send_namespaces).
             (void)supervise(child);
             if (had_foreground) (void)::tcsetpgrp(0, ::getpgrp());
             return refused(user_net.error());

@@ -107,11 +107,16 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
     Status up = watcher ? ok_status() : Status(watcher.error());
     // Held until this process ends: its exit pipe ends slirp4netns with us.
     UserNet user_net;
+    bool bwrap_blocked = false;
     if (up && net) {
         auto attached = attach_user_net(chan[0], *net, kStartSeconds);
-        if (attached) user_net = std::move(attached).value();
-        // A jail that ended by itself: the watcher's report says why.
-        else if (attached.error().message != kJailEndedEarly) up = attached.error();
+        if (attached) {
+            user_net = std::move(attached).value();
+        } else if (attached.error().message != kJailEndedEarly) {
+            // A jail that ended by itself: the watcher's report says why.
+            up = attached.error();
+            bwrap_blocked = true;
+        }
     }
     if (chan[0] >= 0) ::close(chan[0]);
     if (up) up = read_report(ready[0], kStartSeconds);
@@ -124,7 +129,10 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
     if (up) up = dir.write(rec);
     if (!up) {
         if (watcher) {
-            ::kill(watcher.value(), SIGKILL);
+            // While bwrap waits on its --block-fd, the watcher holds the
+            // write end and bwrap would read its death as the go-ahead: with
+            // the channel closed, the watcher kills bwrap and ends itself.
+            if (!bwrap_blocked) ::kill(watcher.value(), SIGKILL);
             (void)supervise(watcher.value());
         }
         return failed(up.error());
