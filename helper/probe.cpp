@@ -168,9 +168,15 @@ HostProbe probe_host(const std::vector<std::string>& ro_bind, uid_t uid, gid_t g
     } else {
         p.trial_deferred = true;
     }
+    // Only a mode that may fall back to the host /proc asks whether it hides
+    // other users' processes; a deferred trial means proc = private, which
+    // never falls back, so the mountinfo parse would be wasted (host_proc_hidepid
+    // stays false: nothing is known to hide, the fail-closed answer).
     // Unreadable or over 4 MiB: no /proc mount is known to hide anything (fail closed).
-    const auto mountinfo = read_bounded("/proc/self/mountinfo", std::size_t{4} << 20);
-    p.host_proc_hidepid = mountinfo && mountinfo_proc_hidepid(mountinfo.value());
+    if (run_trial) {
+        const auto mountinfo = read_bounded("/proc/self/mountinfo", std::size_t{4} << 20);
+        p.host_proc_hidepid = mountinfo && mountinfo_proc_hidepid(mountinfo.value());
+    }
     p.paths = inspect_host_paths(ro_bind);
     return p;
 }
