@@ -144,30 +144,123 @@ bool await_watcher(int fd) {
     return n == 1;
 }
 
-// The bwrap child of a watcher (already the tenant). It dies with the
-// watcher until bwrap's own --die-with-parent is armed. A session jail gets
-// a session of its own; a one-off jail stays on the caller's terminal in a
-// process group of its own, and waits until the watcher has left the
-// terminal's session (see watch_jail) before anything of the jail runs.
-[[noreturn]] void bwrap_child(const Plan& plan, pid_t watcher, int stderr_fd, int go_fd, int status_fd) noexcept {
-    Error e{Exit::internal, "cannot tie the jail to its parent"};
-    try {
-        const bool session = plan.own_session;
-        if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != watcher) {
-            // e already says it
-        } else if (session ? ::setsid() < 0 : !leave_process_group()) {
-            e = fail(Exit::internal, "cannot give the jail a process group of its own");
-        } else if (go_fd >= 0 && !await_watcher(go_fd)) {
-            e = fail(Exit::internal, "the jail's watcher did not start");
-        } else if (stderr_fd >= 0 && ::dup2(stderr_fd, 2) != 2) {
-            e = fail(Exit::internal, "cannot redirect the jail's stderr");
-        } else {
-            e = exec_bwrap(plan, status_fd);
-        }
-        report_tenant_failure(e);
-    } catch (...) {
+// The bwrap child of a watcher (already the tenant), started vfork-style:
+// clone(CLONE_VM) shares the watcher's memory until the child's execve
+// instead of copying it (a fork copied the whole address space the root
+// parent had built, PAM modules included; bench: most of a fork's cost).
+// Not CLONE_VFORK: a one-off jail's child waits for the watcher to leave the
+// caller's session (below), so the watcher must run meanwhile. It touches
+// only the kernel until the child has exec'd (await_bwrap_exec), and the
+// child makes system calls only: everything it needs is prepared here
+// first, and what went wrong is sent back on a pipe (errno is shared with
+// the watcher: the child reads it only for an EINTR retry and for the
+// exec's error, when the watcher is blocked reading that pipe).
+//
+// It dies with the watcher until bwrap's own --die-with-parent is armed. A
+// session jail gets a session of its own; a one-off jail stays on the
+// caller's terminal in a process group of its own, and waits until the
+// watcher has left the terminal's session (see watch_jail) before anything
+// of the jail runs.
+struct BwrapChild {
+    const Plan* plan{nullptr};
+    pid_t watcher{-1};
+    int stderr_fd{-1}, go_fd{-1}, status_fd{-1};
+    std::vector<char*> argv, envp;
+    UniqueFd seccomp;                // the program, placed at kSeccompFd by the child
+    UniqueFd err_read, err_write;    // close-on-exec: EOF on err_read means bwrap is exec'd
+    bool fault_exec{false};
+};
+
+// The steps of the child that can fail, sent to the watcher with errno.
+enum BwrapChildStep : int { kChildTie = 1, kChildGroup, kChildGo, kChildStderr, kChildCloexec, kChildSeccomp,
+                            kChildStatus, kChildSignals, kChildExec };
+
+[[noreturn]] void bwrap_child_fails(const BwrapChild& c, int step, int err) noexcept {
+    const int msg[2] = {step, err};
+    (void)!::write(c.err_write.get(), msg, sizeof msg);
+    ::_exit(static_cast<int>(step == kChildExec ? Exit::host : Exit::internal));
+}
+
+// The child: system calls only, on its own stack, in the watcher's memory.
+int bwrap_child_main(void* arg) noexcept {
+    const BwrapChild& c = *static_cast<const BwrapChild*>(arg);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != c.watcher) bwrap_child_fails(c, kChildTie, 0);
+    if (c.plan->own_session ? ::setsid() < 0 : !leave_process_group()) bwrap_child_fails(c, kChildGroup, 0);
+    if (c.go_fd >= 0 && !await_watcher(c.go_fd)) bwrap_child_fails(c, kChildGo, 0);
+    if (c.stderr_fd >= 0 && ::dup2(c.stderr_fd, 2) != 2) bwrap_child_fails(c, kChildStderr, 0);
+    // As exec_bwrap: no descriptor of the helper's reaches the jail but the
+    // planned ones, the default dispositions and an empty signal mask.
+    if (::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) != 0) bwrap_child_fails(c, kChildCloexec, 0);
+    if (::dup2(c.seccomp.get(), kSeccompFd) != kSeccompFd || ::fcntl(kSeccompFd, F_SETFD, 0) != 0)
+        bwrap_child_fails(c, kChildSeccomp, 0);
+    if (c.status_fd >= 0 && (::dup2(c.status_fd, kStatusFd) != kStatusFd || ::fcntl(kStatusFd, F_SETFD, 0) != 0))
+        bwrap_child_fails(c, kChildStatus, 0);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : {SIGXFSZ, SIGTTOU, SIGTTIN, SIGTSTP})
+        if (::sigaction(sig, &dfl, nullptr) != 0) bwrap_child_fails(c, kChildSignals, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) bwrap_child_fails(c, kChildSignals, 0);
+    if (!c.fault_exec) ::execve(c.plan->bwrap.c_str(), c.argv.data(), c.envp.data());
+    bwrap_child_fails(c, kChildExec, errno);
+}
+
+// Prepares everything the child needs and starts it. Returns its pid, or
+// the error (nothing started).
+Result<pid_t> start_bwrap_child(BwrapChild& c, const Plan& plan, pid_t watcher, int stderr_fd, int go_fd,
+                                int status_fd) {
+    c.plan = &plan;
+    c.watcher = watcher;
+    c.stderr_fd = stderr_fd;
+    c.go_fd = go_fd;
+    c.status_fd = status_fd;
+    c.argv = c_strings(plan.argv);
+    c.envp = c_strings(plan.env);
+    c.fault_exec = fault::fail("exec");
+    auto program = seccomp_program_fd();
+    if (!program) return program.error();
+    // Above the numbers the child dup2s onto (kSeccompFd, kStatusFd).
+    c.seccomp.reset(::fcntl(program.value().get(), F_DUPFD_CLOEXEC, 10));
+    int err[2];
+    if (!c.seccomp.valid() || ::pipe2(err, O_CLOEXEC) != 0) return fail(Exit::internal, "cannot prepare the jail's start");
+    c.err_read.reset(err[0]);
+    c.err_write.reset(::fcntl(err[1], F_DUPFD_CLOEXEC, 10));
+    ::close(err[1]);
+    if (!c.err_write.valid()) return fail(Exit::internal, "cannot prepare the jail's start");
+    // The child's stack: one per watcher, used by one child only.
+    alignas(16) static char stack[64 * 1024];
+    const int pid = fault::fail("fork_bwrap") ? -1 : ::clone(bwrap_child_main, stack + sizeof stack, CLONE_VM | SIGCHLD, &c);
+    if (pid < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
+    c.err_write.reset();
+    return static_cast<pid_t>(pid);
+}
+
+// Blocks until the child has exec'd bwrap (ok) or failed; its failure is
+// the error it reported (it exits with that error's code). Until this
+// returns, the watcher must not touch memory the child uses.
+Status await_bwrap_exec(BwrapChild& c) {
+    int msg[2] = {0, 0};
+    std::size_t got = 0;
+    while (got < sizeof msg) {
+        const ssize_t n = ::read(c.err_read.get(), reinterpret_cast<char*>(msg) + got, sizeof msg - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
     }
-    ::_exit(static_cast<int>(e.code));
+    if (got == 0) return ok_status();  // EOF: the close-on-exec pipe closed in execve
+    switch (got == sizeof msg ? msg[0] : 0) {
+        case kChildTie: return fail(Exit::internal, "cannot tie the jail to its parent");
+        case kChildGroup: return fail(Exit::internal, "cannot give the jail a process group of its own");
+        case kChildGo: return fail(Exit::internal, "the jail's watcher did not start");
+        case kChildStderr: return fail(Exit::internal, "cannot redirect the jail's stderr");
+        case kChildCloexec: return fail(Exit::internal, "cannot mark descriptors close-on-exec");
+        case kChildSeccomp: return fail(Exit::internal, "cannot place the seccomp program");
+        case kChildStatus: return fail(Exit::internal, "cannot place bwrap's status pipe");
+        case kChildSignals: return fail(Exit::internal, "cannot reset the signal mask");
+        case kChildExec: return fail(Exit::host, "cannot execute " + c.plan->bwrap + ": " + std::strerror(msg[1]));
+        default: return fail(Exit::internal, "the jail's start failed");
+    }
 }
 
 // After bwrap exited 1: did the command run (an "exit-code" status line)
@@ -254,10 +347,10 @@ int watch_jail(const Plan& plan, int ready_fd) {
     const bool reports_status = plan.reports_status;
     if (!session && ::pipe2(go, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
     if (reports_status && ::pipe2(status, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
-    const pid_t self = ::getpid();
-    const pid_t bwrap = fault::fail("fork_bwrap") ? -1 : ::fork();
-    if (bwrap < 0) return failed(fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno)));
-    if (bwrap == 0) bwrap_child(plan, self, stderr_memfd.get(), go[0], status[1]);
+    BwrapChild child;
+    auto started = start_bwrap_child(child, plan, ::getpid(), stderr_memfd.get(), go[0], status[1]);
+    if (!started) return failed(started.error());
+    const pid_t bwrap = started.value();
     if (reports_status) ::close(status[1]);
     const UniqueFd status_read(status[0]);
     if (!session) {
@@ -270,6 +363,9 @@ int watch_jail(const Plan& plan, int ready_fd) {
             return failed(fail(Exit::internal, "the jail's watcher cannot leave the caller's session"));
         }
     }
+    // The child reports its own failure here, as the tenant, as it did
+    // itself before; it exits with that error's code, which supervise returns.
+    if (auto exec = await_bwrap_exec(child); !exec) report_tenant_failure(exec.error());
     if (session) {
         const Status up = wait_for_server(socket, bwrap, stderr_memfd.get());
         write_report(ready_fd, up);
