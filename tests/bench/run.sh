@@ -34,14 +34,28 @@
 #   A  setpriv --reuid --regid --init-groups -- bwrap ...: the cheapest honest
 #      root -> tenant -> bwrap chain (no PAM); the baseline for C.
 #   B  runuser -u T -- bwrap ...: today's chain (PAM session via pam.d/runuser).
-#   C  clihost-jail run ... -- true, [pam] session = false (exec's bwrap).
-#   D  clihost-jail run ... -- true, [pam] session = true (fork, wait, PAM).
+#   C  clihost-jail run ... -- true, [pam] session = false (exec's bwrap),
+#      the production path: the helper installed setuid root (root:GROUP
+#      4750, a copy in /var/cache) and run by an unprivileged caller in GROUP
+#      (hyperfine runs as that caller); its policy is the bench's, at the
+#      helper's built-in path (bind-mounted in this run's mount namespace).
+#   D  the same with [pam] session = true (watcher, wait, PAM session).
+#   Cr, Dr  C and D called by root (CLIHOST_JAIL_CONFIG), for information.
+#
+# Targets (ratios, each printed with its spread: the range of the per-round
+# ratios and the p10..p90 of run-by-run pairs within a round):
+#   C/A <= 1.10; the PAM session's overhead (D - C) / (B - A) <= 1.10 (what
+#   our PAM session costs over what runuser's costs), D/B printed beside;
+#   private memory per PAM session (the root parent + the watcher, summed
+#   Pss over the idle sessions, per session) <= 1 MiB, VmHWM printed beside;
+#   reconnect J/P <= 1.2. The last line is one machine-readable JSON
+#   object: `BENCH {...}`.
 #
 # Session jails, each connection on a new pty the way ttyd makes one (SIGHUP
 # and the master closed on disconnect), timed from fork to the tenant's
 # prompt on screen (a unique PS1 in the tenants' ~/.profile), PAM on:
-#   reconnect  J: `clihost-jail run --user T --session S` with T's session
-#              jail running, against P: `tmux -S SOCK attach -t S` exec'd as T
+#   reconnect  J: `clihost-jail run --user T --session S` (setuid, run by
+#              the caller) with T's session jail running, against P: `tmux -S SOCK attach -t S` exec'd as T
 #              on a tmux server T started outside any jail; J0: the attach
 #              jail's bwrap argv exec'd as T (the floor of any jail, info).
 #   first      no session jail: its start plus the attach (`stop` between
@@ -84,11 +98,14 @@ die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
 
 [[ $(id -u) -eq 0 ]] || die "must run as root (it creates users and runs the helper as real uid 0)"
 
-# An installed /etc/pam.d/clihost-jail that differs from the repo's is never
-# overwritten (other users of this host may rely on it): the whole run moves
-# into a private mount namespace where the repo's file is bind-mounted over it.
+# The whole run happens in a private mount namespace: an installed
+# /etc/pam.d/clihost-jail that differs from the repo's is never overwritten
+# (other users of this host may rely on it), the repo's file is bind-mounted
+# over it; and the policy the setuid helper reads (its built-in path, which a
+# setuid run cannot override) is the bench's, bind-mounted over whatever is
+# installed there.
 PAM_FILE=/etc/pam.d/clihost-jail
-if [[ -z ${CLIHOST_BENCH_PRIVATE_NS:-} && -e $PAM_FILE ]] && ! cmp -s "$PAM_FILE" "$REPO/pam/clihost-jail"; then
+if [[ -z ${CLIHOST_BENCH_PRIVATE_NS:-} ]]; then
     command -v unshare >/dev/null || die "unshare (util-linux) is needed"
     CLIHOST_BENCH_PRIVATE_NS=1 exec unshare --mount --propagation private -- "$BASH" "$0" "$@"
 fi
@@ -101,6 +118,11 @@ RUNTIME_DIR=""
 TENANTS=()
 TENANT_UIDS=()
 CREATED_GROUP=""
+CALLER=""          # the unprivileged caller of the setuid helper (the proxy's role)
+CALLER_GROUP=""    # its group, the setuid binary's group (mode 4750)
+SUID_DIR=""        # where the setuid copy of the helper lives
+CONF_CREATED=()    # directories of the built-in policy path the bench created (removed on exit)
+CONF_PATH=""
 PAM_ACTION=""   # "" untouched, "installed" (remove on exit), "bind-mounted" (private namespace)
 cleanup() {
     local rc=$?
@@ -139,6 +161,14 @@ cleanup() {
         rm -f "/var/mail/$t"
     done
     [[ -n $CREATED_GROUP ]] && groupdel "$CREATED_GROUP" >/dev/null 2>&1
+    [[ -n $CALLER ]] && { userdel "$CALLER" >/dev/null 2>&1 || log "cleanup: userdel $CALLER failed"; }
+    [[ -n $CALLER_GROUP ]] && groupdel "$CALLER_GROUP" >/dev/null 2>&1
+    [[ -n $SUID_DIR && -d $SUID_DIR ]] && rm -rf --one-file-system "$SUID_DIR"
+    local k
+    ((${#CONF_CREATED[@]})) && umount "$(dirname "$CONF_PATH")" 2>/dev/null
+    for ((k = ${#CONF_CREATED[@]} - 1; k >= 0; k--)); do
+        if [[ -d ${CONF_CREATED[k]} ]]; then rmdir "${CONF_CREATED[k]}"; else rm -f "${CONF_CREATED[k]}"; fi
+    done
     case "$PAM_ACTION" in
         installed) rm -f "$PAM_FILE" ;;
         bind-mounted) umount "$PAM_FILE" ;;
@@ -185,8 +215,10 @@ if [[ -z $BIN ]]; then
     for dev in libspdlog-dev libfmt-dev libcap-ng-dev libpam0g-dev; do need_pkg "$dev"; done
     BUILD_DIR=$(mktemp -d /tmp/clihost-bench-build.XXXXXX)
     log "building the helper into $BUILD_DIR"
+    # Its own built-in policy path: the setuid runs read it (bind-mounted or
+    # created by the bench), so no real /etc/clihost-jail/jail.conf is touched.
     cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_TESTS=OFF \
-        -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-bench >"$BUILD_DIR/cmake.log" 2>&1 ||
+        -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-bench -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-bench/jail.conf >"$BUILD_DIR/cmake.log" 2>&1 ||
         { tail -20 "$BUILD_DIR/cmake.log" >&2; die "cmake configure failed"; }
     cmake --build "$BUILD_DIR" -j"$(nproc)" >>"$BUILD_DIR/cmake.log" 2>&1 ||
         { tail -20 "$BUILD_DIR/cmake.log" >&2; die "build failed"; }
@@ -269,6 +301,62 @@ RUNTIME_DIR=$(sed -n 's|^runtime state: \(/[^:]*\): ok.*|\1|p' "$WORK/check.txt"
 log "runtime directory: $RUNTIME_DIR"
 run_helper "$WORK/pam.conf" run --user "$T1" --session smoke -- true ||
     die "a PAM-session launch of 'true' failed"
+
+# ------------------------------------------- the production path: setuid
+# A proxy runs the helper as an unprivileged caller in the helper's group,
+# the helper installed setuid root, mode 4750 (as the integration tests and
+# the package install it). Not under /run: a nosuid tmpfs on systemd hosts.
+CALLER="${PREFIX}c"
+CALLER_GROUP="${PREFIX}x"
+groupadd "$CALLER_GROUP" || { CALLER_GROUP=""; die "groupadd failed"; }
+useradd --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin --groups "$CALLER_GROUP" \
+    --key UID_MIN=20000 --key UID_MAX=59999 "$CALLER" || { CALLER=""; die "useradd $CALLER failed"; }
+CALLER_UID=$(id -u "$CALLER"); CALLER_GID=$(id -g "$CALLER")
+SUID_DIR=$(mktemp -d /var/cache/clihost-bench.XXXXXX)
+chmod 0755 "$SUID_DIR"
+findmnt -no OPTIONS -T "$SUID_DIR" | tr ',' '\n' | grep -qx nosuid && die "$SUID_DIR is on a nosuid mount"
+SUID_BIN=$SUID_DIR/clihost-jail
+install -m 0755 "$BIN" "$SUID_BIN"
+chown "root:$CALLER_GROUP" "$SUID_BIN"
+chmod 4750 "$SUID_BIN"
+install -d -m 0755 -o "$CALLER" -g "$CALLER_GROUP" "$WORK/caller"   # the caller's hyperfine writes its JSON here
+# A setuid run reads the policy at its built-in path only (`check` names it).
+CONF_PATH=$(env -i PATH=/usr/bin:/bin "$BIN" check 2>/dev/null | sed -n 's|^config: \(/[^:]*\):.*|\1|p') || true
+[[ $CONF_PATH == /* ]] || die "cannot find the helper's built-in policy path in its check output"
+# The bench's policy lives in a directory of its own, bind-mounted over the
+# directory of that path in this run's private mount namespace: a rename or
+# removal there by someone else (a concurrent test run rewriting its policy)
+# does not reach this view, but its removal of the directory itself detaches
+# the mount, so every use checks it again (ensure_suid_conf).
+SUID_CONF_DIR=$WORK/policy
+install -d -m 0755 "$SUID_CONF_DIR"
+SUID_CONF=$SUID_CONF_DIR/$(basename "$CONF_PATH")
+ensure_suid_conf() {
+    cmp -s "$SUID_CONF" "$CONF_PATH" 2>/dev/null && return 0
+    local dir d todo=()
+    dir=$(dirname "$CONF_PATH")
+    if [[ ! -d $dir ]]; then
+        # Created (root-owned, 0755) and removed on exit.
+        d=$dir
+        while [[ ! -e $d ]]; do todo=("$d" "${todo[@]}"); d=$(dirname "$d"); done
+        for d in "${todo[@]}"; do install -d -m 0755 -o root -g root "$d"; CONF_CREATED+=("$d"); done
+    fi
+    mount --bind "$SUID_CONF_DIR" "$dir" || die "cannot bind the bench's policy over $dir"
+    cmp -s "$SUID_CONF" "$CONF_PATH" || die "the setuid helper's policy at $CONF_PATH is not the bench's"
+}
+suid_conf() {  # suid_conf true|false: the setuid helper's policy, PAM session on or off
+    printf '[callers]\nusers = %s\ngroups = %s\n[jail]\nallow_caller_command = true\n[pam]\nsession = %s\n' \
+        "$CALLER" "$CALLER_GROUP" "$1" >"$SUID_CONF"
+    chmod 0644 "$SUID_CONF"
+    ensure_suid_conf
+}
+log "setuid helper: $SUID_BIN (root:$CALLER_GROUP 4750), caller $CALLER, policy at $CONF_PATH"
+as_caller() {  # as_caller CMD...: as the caller, with its groups and an empty environment
+    setpriv --reuid="$CALLER_UID" --regid="$CALLER_GID" --init-groups -- env -i PATH=/usr/bin:/bin "$@"
+}
+suid_conf true
+(cd "$WORK/caller" && as_caller "$SUID_BIN" run --user "$T1" --session smoke -- true) ||
+    die "a PAM-session launch of 'true' by the setuid helper, called by $CALLER, failed"
 
 # ----------------------------------------------------------- host limits
 need_procs=$((CONC_N * 4 + 200))
@@ -361,8 +449,8 @@ BW=$(sq "${BWRAP_ARGV[@]}")
 T1_UID=$(id -u "$T1"); T1_GID=$(id -g "$T1")
 CMD_A="/usr/bin/setpriv --reuid=$T1_UID --regid=$T1_GID --init-groups -- $BW"
 CMD_B="/usr/sbin/runuser -u $T1 -- $BW"
-CMD_C="$BIN run --user $T1 --session bench -- true"
-CMD_D="$CMD_C"
+CMD_C="$SUID_BIN run --user $T1 --session bench -- true"   # setuid, run by the caller (production)
+CMD_CR="$BIN run --user $T1 --session bench -- true"       # run by root (a root proxy, sudo)
 # Every variant runs at nice -10 (inherited by the whole chain) so that other
 # work on the host disturbs the comparison less; all variants alike.
 NICE=(nice -n -10)
@@ -410,6 +498,21 @@ bench() {  # bench VARIANT ROUND FD|NOFD ENV... -- COMMAND: one hyperfine run of
     fi
     FILES[$v]+="${FILES[$v]:+,}$WORK/results/$v-$r.json"
 }
+bench_caller() {  # bench_caller VARIANT ROUND true|false: the setuid helper, hyperfine run by the caller
+    local v=$1 r=$2 out=$WORK/caller/$1-$2.json
+    suid_conf "$3"
+    echo "== $v round $r (setuid, run by $CALLER): $CMD_C" >>"$HFLOG"
+    if ! (cd "$WORK/caller" && "${NICE[@]}" setpriv --reuid="$CALLER_UID" --regid="$CALLER_GID" --init-groups -- \
+        env -i PATH=/usr/bin:/bin /usr/bin/hyperfine -N --style none --warmup "$WARMUP" --runs "$RUNS" \
+        --export-json "$out" "$CMD_C") >>"$HFLOG" 2>&1; then
+        tail -3 "$HFLOG" >&2
+        diagnose "$WORK/caller" setpriv --reuid="$CALLER_UID" --regid="$CALLER_GID" --init-groups -- \
+            env -i PATH=/usr/bin:/bin :: "$CMD_C"
+        die "variant $v failed to run"
+    fi
+    mv "$out" "$WORK/results/$v-$r.json"
+    FILES[$v]+="${FILES[$v]:+,}$WORK/results/$v-$r.json"
+}
 for r in $(seq 1 "$ROUNDS"); do
     # A0: hyperfine itself runs as the tenant, with the plan's environment, and
     # writes its JSON into the tenant's home.
@@ -427,10 +530,13 @@ for r in $(seq 1 "$ROUNDS"); do
     FILES[A0]+="${FILES[A0]:+,}$WORK/results/A0-$r.json"
     bench A "$r" FD "${PLAN_ENV[@]}" -- "$CMD_A"
     bench B "$r" FD "${PLAN_ENV[@]}" -- "$CMD_B"
-    bench C "$r" NOFD PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/nopam.conf" -- "$CMD_C"
-    bench D "$r" NOFD PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/pam.conf" -- "$CMD_D"
+    bench_caller C "$r" false
+    bench_caller D "$r" true
+    bench Cr "$r" NOFD PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/nopam.conf" -- "$CMD_CR"
+    bench Dr "$r" NOFD PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/pam.conf" -- "$CMD_CR"
 done
-LAT=$("$PY" "$JB" stats "A0=${FILES[A0]}" "A=${FILES[A]}" "B=${FILES[B]}" "C=${FILES[C]}" "D=${FILES[D]}")
+LAT=$("$PY" "$JB" stats "A0=${FILES[A0]}" "A=${FILES[A]}" "B=${FILES[B]}" "C=${FILES[C]}" "D=${FILES[D]}" \
+    "Cr=${FILES[Cr]}" "Dr=${FILES[Dr]}")
 echo "$LAT" >"$WORK/latency.json"
 
 # ---------------------------------------------------------- 2. concurrency
@@ -473,8 +579,13 @@ log "5. session jails, reconnect: ${SJ_ROUNDS} round(s) x ${SJ_RUNS} per variant
 ATTACH_PLAN=$(cd "$WORK" && env -i PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/pam.conf" TERM=xterm-256color \
     "$BIN" print --user "$T1" --session bench | tail -n 1)
 [[ -s $WORK/seccomp.bpf ]] || die "no seccomp program was captured for the attach jail's floor"
+# J is the production path: the setuid helper run by the caller (its policy:
+# PAM on, as pam.conf); the session jail itself is started by J's first
+# connection.
+suid_conf true
 "${SJ[@]}" reconnect --tenant "$T1" --session bench --rounds "$SJ_ROUNDS" --runs "$SJ_RUNS" --warmup 2 \
-    --plan "$ATTACH_PLAN" --seccomp-file "$WORK/seccomp.bpf" "${SJ_OPTS[@]}" >"$WORK/reconnect.json" ||
+    --plan "$ATTACH_PLAN" --seccomp-file "$WORK/seccomp.bpf" --suid-bin "$SUID_BIN" --caller "$CALLER" \
+    "${SJ_OPTS[@]}" >"$WORK/reconnect.json" ||
     die "the reconnect run did not complete"
 log "6. session jails, first connection: ${SJ_ROUNDS} round(s) x ${SJ_FIRST} per variant"
 "${SJ[@]}" first --tenant "${TENANTS[1]}" --session first --rounds "$SJ_ROUNDS" --runs "$SJ_FIRST" --warmup 1 \
