@@ -42,11 +42,13 @@ enum TrialCode { kTrialOk = 0, kTrialDropFailed = 10, kTrialNoUserns = 11, kTria
 // The trial's child: pid 1 of its new namespaces. It shares the caller's
 // memory (CLONE_VM) while the caller is suspended (CLONE_VFORK), so it makes
 // raw system calls only: no allocation, no libc state, no errno read.
+// Its return value is its exit status (glibc's clone() ends the child with
+// the exit system call: no atexit handler of the parent's runs).
 int trial_child(void*) {
-    if (::syscall(SYS_mount, nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(kTrialPrivateFailed);
+    if (::syscall(SYS_mount, nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return kTrialPrivateFailed;
     if (::syscall(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
-        ::_exit(kTrialNoProc);
-    ::_exit(kTrialOk);
+        return kTrialNoProc;
+    return kTrialOk;
 }
 
 // New user+mount+pid namespaces in one clone (the child is pid 1 there),
