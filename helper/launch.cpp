@@ -167,9 +167,13 @@ struct BwrapChild {
     int stderr_fd{-1}, go_fd{-1}, status_fd{-1};
     std::vector<char*> argv, envp;
     UniqueFd seccomp;                // the program, placed at kSeccompFd by the child
-    UniqueFd err_read, err_write;    // close-on-exec: EOF on err_read means bwrap is exec'd
+    UniqueFd err_read;               // EOF here: the child's close-on-exec write end closed in execve
+    int err_write{-1};               // that write end, by number (the watcher's copy is closed)
     bool fault_exec{false};
 };
+// The watcher writes nothing of a BwrapChild the child reads once it runs:
+// they share this memory (closing the watcher's copy of a descriptor leaves
+// the child's, in its own descriptor table, alone).
 
 // The steps of the child that can fail, sent to the watcher with errno.
 enum BwrapChildStep : int { kChildTie = 1, kChildGroup, kChildGo, kChildStderr, kChildCloexec, kChildSeccomp,
@@ -177,7 +181,7 @@ enum BwrapChildStep : int { kChildTie = 1, kChildGroup, kChildGo, kChildStderr, 
 
 [[noreturn]] void bwrap_child_fails(const BwrapChild& c, int step, int err) noexcept {
     const int msg[2] = {step, err};
-    (void)!::write(c.err_write.get(), msg, sizeof msg);
+    (void)!::write(c.err_write, msg, sizeof msg);
     ::_exit(static_cast<int>(step == kChildExec ? Exit::host : Exit::internal));
 }
 
@@ -225,14 +229,14 @@ Result<pid_t> start_bwrap_child(BwrapChild& c, const Plan& plan, pid_t watcher, 
     int err[2];
     if (!c.seccomp.valid() || ::pipe2(err, O_CLOEXEC) != 0) return fail(Exit::internal, "cannot prepare the jail's start");
     c.err_read.reset(err[0]);
-    c.err_write.reset(::fcntl(err[1], F_DUPFD_CLOEXEC, 10));
+    const UniqueFd err_write(::fcntl(err[1], F_DUPFD_CLOEXEC, 10));  // closed here on return, after the clone
     ::close(err[1]);
-    if (!c.err_write.valid()) return fail(Exit::internal, "cannot prepare the jail's start");
+    if (!err_write.valid()) return fail(Exit::internal, "cannot prepare the jail's start");
+    c.err_write = err_write.get();
     // The child's stack: one per watcher, used by one child only.
     alignas(16) static char stack[64 * 1024];
     const int pid = fault::fail("fork_bwrap") ? -1 : ::clone(bwrap_child_main, stack + sizeof stack, CLONE_VM | SIGCHLD, &c);
     if (pid < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
-    c.err_write.reset();
     return static_cast<pid_t>(pid);
 }
 
