@@ -88,12 +88,25 @@ Status prove_private_proc(const Plan& plan) {
     return judge_trial(trial_namespaces(plan.creds.uid, plan.creds.gid));
 }
 
+// status_off_seccomp_fd: bwrap's status pipe may have been opened on fd 3
+// (kSeccompFd) when nothing held 3 before it, as on a host without a syslog
+// socket (the audit line's socket usually takes 3). Placing the seccomp
+// program on 3 first would then overwrite the pipe, and bwrap would write its
+// status into the sealed program and fail ("Write to info_fd: Operation not
+// permitted"): no one-off jail could start there. The pipe moves up first.
+//
 // Already the tenant: hand exactly the planned descriptors to bwrap and exec it.
 Error exec_bwrap(const Plan& plan, int status_fd = -1) {
     // Descriptors opened since start-up (syslog, PAM modules, NSS) must not
     // reach the jail: mark every fd above 2 close-on-exec.
     if (::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) != 0)
         return fail(Exit::internal, "cannot mark descriptors close-on-exec");
+    const UniqueFd moved_status(status_fd == kSeccompFd ? ::fcntl(status_fd, F_DUPFD_CLOEXEC, 10) : -1);
+    if (status_fd == kSeccompFd) {
+        // See status_off_seccomp_fd.
+        if (!moved_status.valid()) return fail(Exit::internal, "cannot place bwrap's status pipe");
+        status_fd = moved_status.get();
+    }
     // The one descriptor bwrap is meant to get: its seccomp program, at the
     // number the plan names (dup2 leaves the copy without close-on-exec).
     auto program = seccomp_program_fd();
@@ -167,6 +180,7 @@ struct BwrapChild {
     int stderr_fd{-1}, go_fd{-1}, status_fd{-1};
     std::vector<char*> argv, envp;
     UniqueFd seccomp;                // the program, placed at kSeccompFd by the child
+    UniqueFd status_moved;           // the status pipe moved off kSeccompFd, if it was there
     UniqueFd err_read;               // EOF here: the child's close-on-exec write end closed in execve
     int err_write{-1};               // that write end, by number (the watcher's copy is closed)
     bool fault_exec{false};
@@ -218,6 +232,11 @@ Result<pid_t> start_bwrap_child(BwrapChild& c, const Plan& plan, pid_t watcher, 
     c.watcher = watcher;
     c.stderr_fd = stderr_fd;
     c.go_fd = go_fd;
+    if (status_fd == kSeccompFd) {  // see status_off_seccomp_fd (exec_bwrap)
+        c.status_moved.reset(::fcntl(status_fd, F_DUPFD_CLOEXEC, 10));
+        if (!c.status_moved.valid()) return fail(Exit::internal, "cannot place bwrap's status pipe");
+        status_fd = c.status_moved.get();
+    }
     c.status_fd = status_fd;
     c.argv = c_strings(plan.argv);
     c.envp = c_strings(plan.env);
