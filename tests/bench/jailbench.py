@@ -184,6 +184,82 @@ def cmd_stats(a):
     print(json.dumps(out))
 
 
+def cmd_latency(a):
+    """Launch latency, every variant interleaved run by run (A B C D ..., the
+    order rotated each run) so that drift and other work on the host fall on
+    all of them alike, and run i of one variant sits right next to run i of
+    another (the paired ratios). Each run is one posix_spawn (a vfork-style
+    clone: no copy of this process) and wait4: wall time from spawn to
+    reaped, CPU time from the child's rusage (its reaped descendants
+    included). A variant runs as root, or as another user (`as`: uid, gid,
+    groups): this process takes that user's real ids (keeping effective uid
+    0) and the child resets its effective ids to them before exec
+    (POSIX_SPAWN_RESETIDS), so a setuid helper starts exactly as a proxy
+    would start it. `policy`: text written to --policy-file before each run
+    of that variant (the setuid helper reads its policy only there)."""
+    variants = json.load(open(a.variants))
+    root_groups = os.getgroups()
+
+    def become(who):
+        os.setresuid(0, 0, 0)
+        os.setresgid(0, 0, 0)
+        if who is None:
+            os.setgroups(root_groups)
+        else:
+            os.setgroups(who[2])
+            os.setresgid(who[1], 0, 0)
+            os.setresuid(who[0], 0, 0)
+
+    def one(v):
+        if v.get("policy") is not None:
+            with open(a.policy_file, "w") as f:
+                f.write(v["policy"])
+        actions = [(os.POSIX_SPAWN_OPEN, int(fd), path, os.O_WRONLY if path == "/dev/null" else os.O_RDONLY, 0)
+                   for fd, path in sorted(v.get("fds", {}).items())]
+        who = v.get("as")
+        become(who)
+        try:
+            t0 = time.perf_counter_ns()
+            pid = os.posix_spawn(v["argv"][0], v["argv"], v["env"], file_actions=actions, resetids=who is not None)
+            _, status, ru = os.wait4(pid, 0)
+            wall = (time.perf_counter_ns() - t0) / 1e6
+        finally:
+            become(None)
+        if status != 0:
+            raise RuntimeError(f"variant {v['name']} exited with {os.waitstatus_to_exitcode(status)}: {v['argv']}")
+        return wall, (ru.ru_utime + ru.ru_stime) * 1000
+
+    try:
+        for _ in range(a.warmup):
+            for v in variants:
+                one(v)
+        rounds = []
+        for r in range(a.rounds):
+            per = {v["name"]: [] for v in variants}
+            for i in range(a.runs):
+                k = (r * a.runs + i) % len(variants)
+                order = variants[k:] + variants[:k]
+                if i % 2:
+                    order = order[::-1]
+                for v in order:
+                    per[v["name"]].append(one(v))
+            rounds.append(per)
+    except RuntimeError as e:
+        eprint(f"jailbench: {e}")
+        return 1
+    out = {}
+    for v in variants:
+        n = v["name"]
+        times = sorted(x[0] for r in rounds for x in r[n])
+        cpu = [x[1] for r in rounds for x in r[n]]
+        out[n] = {"median_ms": round(statistics.median(times), 3), "mean_ms": round(statistics.fmean(times), 3),
+                  "p10_ms": round(pctl(times, 0.1), 3), "p90_ms": round(pctl(times, 0.9), 3),
+                  "min_ms": round(times[0], 3), "cpu_ms": round(statistics.fmean(cpu), 3), "runs": len(times),
+                  "rounds_ms": [[round(x[0], 4) for x in r[n]] for r in rounds]}
+    print(json.dumps(out))
+    return 0
+
+
 # ---------------------------------------------------------------- concurrency
 
 def cmd_concurrent(a):
@@ -1166,6 +1242,12 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("stats")
     s.add_argument("variant", nargs="+", help="NAME=file.json[,file.json...]")
+    la = sub.add_parser("latency")
+    la.add_argument("--variants", required=True, help="JSON: [{name, argv, env, as?, fds?, policy?}]")
+    la.add_argument("--policy-file", default="")
+    la.add_argument("--rounds", type=int, required=True)
+    la.add_argument("--runs", type=int, required=True, help="per variant and round")
+    la.add_argument("--warmup", type=int, default=3)
     c = sub.add_parser("concurrent")
     for p in (c,):
         p.add_argument("--n", type=int, required=True)
@@ -1206,7 +1288,7 @@ def main():
     r.add_argument("--workdir", required=True)
     r.add_argument("--quick", default="0")
     a = ap.parse_args()
-    return {"stats": cmd_stats, "concurrent": cmd_concurrent, "sessions": cmd_sessions,
+    return {"stats": cmd_stats, "latency": cmd_latency, "concurrent": cmd_concurrent, "sessions": cmd_sessions,
             "reconnect": cmd_reconnect, "first": cmd_first, "session-memory": cmd_session_memory,
             "scan": cmd_scan, "report": cmd_report}[a.cmd](a) or 0
 

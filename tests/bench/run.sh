@@ -6,7 +6,7 @@
 #   sudo tests/bench/run.sh [--quick] [--keep-logs] [--profile]
 #
 #   --quick      CI smoke: fewer runs, N=50 across 5 tenants (well under a minute)
-#   --keep-logs  keep the work directory (hyperfine JSON, scans) under /run
+#   --keep-logs  keep the work directory (latency and scan JSON) under /run
 #   --profile    afterwards, where the helper's own time goes: callgrind
 #                (installs valgrind) of C and D, and startup-only timings
 #
@@ -27,17 +27,22 @@
 # missed (this is a measurement, not a timed test); 1 when something failed to
 # run, a concurrent launch failed, or anything of a jail was left behind.
 #
+# Latency: every variant interleaved run by run (the order rotated each run;
+# jailbench.py latency: one posix_spawn and wait4 per run, at nice -10), in
+# ROUNDS rounds of RUNS runs per variant; a ratio's spread is the range of
+# its per-round ratios and the p10..p90 of its run-by-run pairs.
+#
 # Variants, all running `true` as the tenant in the jail, same bwrap argv
 # (taken from `clihost-jail print`, so the jail is identical):
-#   A0 bwrap exec'd by a process already running as the tenant (hyperfine run
-#      as the tenant): the absolute floor, printed for information.
+#   A0 bwrap exec'd by a process already running as the tenant: the absolute
+#      floor, printed for information.
 #   A  setpriv --reuid --regid --init-groups -- bwrap ...: the cheapest honest
 #      root -> tenant -> bwrap chain (no PAM); the baseline for C.
 #   B  runuser -u T -- bwrap ...: today's chain (PAM session via pam.d/runuser).
 #   C  clihost-jail run ... -- true, [pam] session = false (exec's bwrap),
 #      the production path: the helper installed setuid root (root:GROUP
-#      4750, a copy in /var/cache) and run by an unprivileged caller in GROUP
-#      (hyperfine runs as that caller); its policy is the bench's, at the
+#      4750, a copy in /var/cache) and started by an unprivileged caller in
+#      GROUP (its real ids, as a proxy starts it); its policy is the bench's, at the
 #      helper's built-in path (bind-mounted in this run's mount namespace).
 #   D  the same with [pam] session = true (watcher, wait, PAM session).
 #   Cr, Dr  C and D called by root (CLIHOST_JAIL_CONFIG), for information.
@@ -81,7 +86,7 @@ for arg in "$@"; do
 done
 
 if ((QUICK)); then
-    ROUNDS=2 RUNS=10 WARMUP=3          # latency: rounds x runs per variant, variants interleaved per round
+    ROUNDS=2 RUNS=10 WARMUP=3          # latency: rounds x runs per variant, variants interleaved run by run
     CONC_N=50 CONC_TENANTS=5           # concurrency
     MEM_SESSIONS=3                     # idle sessions for memory + teardown; idle session jails
     SJ_ROUNDS=2 SJ_RUNS=5 SJ_FIRST=2   # session jails: rounds x reconnects / first connections per variant
@@ -319,7 +324,7 @@ SUID_BIN=$SUID_DIR/clihost-jail
 install -m 0755 "$BIN" "$SUID_BIN"
 chown "root:$CALLER_GROUP" "$SUID_BIN"
 chmod 4750 "$SUID_BIN"
-install -d -m 0755 -o "$CALLER" -g "$CALLER_GROUP" "$WORK/caller"   # the caller's hyperfine writes its JSON here
+install -d -m 0755 -o "$CALLER" -g "$CALLER_GROUP" "$WORK/caller"   # the caller's working directory
 # A setuid run reads the policy at its built-in path only (`check` names it).
 CONF_PATH=$(env -i PATH=/usr/bin:/bin "$BIN" check 2>/dev/null | sed -n 's|^config: \(/[^:]*\):.*|\1|p') || true
 [[ $CONF_PATH == /* ]] || die "cannot find the helper's built-in policy path in its check output"
@@ -437,106 +442,48 @@ if [[ -n $SECCOMP_FD ]]; then
 fi
 rm -f "/home/$T1/.clihost-bench-argv" "/home/$T1/.clihost-bench-fd"
 
-# hyperfine -N splits its command with POSIX shell-words rules: single-quote.
-sq() {
-    local w
-    for w in "$@"; do
-        if [[ $w =~ ^[A-Za-z0-9@%+=:,./_-]+$ ]]; then printf '%s ' "$w"
-        else printf "'%s' " "${w//\'/\'\\\'\'}"; fi
-    done
-}
-BW=$(sq "${BWRAP_ARGV[@]}")
 T1_UID=$(id -u "$T1"); T1_GID=$(id -g "$T1")
-CMD_A="/usr/bin/setpriv --reuid=$T1_UID --regid=$T1_GID --init-groups -- $BW"
-CMD_B="/usr/sbin/runuser -u $T1 -- $BW"
-CMD_C="$SUID_BIN run --user $T1 --session bench -- true"   # setuid, run by the caller (production)
-CMD_CR="$BIN run --user $T1 --session bench -- true"       # run by root (a root proxy, sudo)
 # Every variant runs at nice -10 (inherited by the whole chain) so that other
 # work on the host disturbs the comparison less; all variants alike.
 NICE=(nice -n -10)
-HF=("${NICE[@]}" hyperfine -N --style none --warmup "$WARMUP" --runs "$RUNS")
-HFLOG=$WORK/hyperfine.log
-# A0/A/B get the seccomp program on the plan's fd number, opened once for all
-# runs of a hyperfine call; bwrap reads it to EOF, so --prepare (not timed)
-# rewinds the shared offset before every run.
-OPEN_FD=":"
-HF_FD=()
-if [[ -n $SECCOMP_FD ]]; then
-    OPEN_FD="exec $SECCOMP_FD<$WORK/seccomp.bpf"
-    [[ -z $STATUS_FD ]] || OPEN_FD+="; exec $STATUS_FD>/dev/null"
-    HF_FD=(--prepare "/usr/bin/perl -e 'open(my \$f, q{<&=}, $SECCOMP_FD) or die qq{fd: \$!}; sysseek(\$f, 0, 0) or die qq{seek: \$!}'")
-    [[ -x /usr/bin/perl ]] || die "perl (perl-base) is needed to rewind the seccomp fd between runs"
-fi
-declare -A FILES=()
-diagnose() {  # diagnose DIR PREFIX... :: CMDSTRING: why did a variant fail? (hyperfine hides stderr)
-    local dir=$1; shift
-    local pre=()
-    while [[ $1 != :: ]]; do pre+=("$1"); shift; done
-    shift
-    local cmd=$1 i out
-    eval "set -- $cmd"
-    for i in 1 2 3 4 5 6 7 8 9 10; do
-        if ! out=$(cd "$dir" && "${pre[@]}" "$@" 2>&1); then
-            log "re-run $i of the failed command failed too: ${out:-<no output>}"
-            return
-        fi
-    done
-    log "10 direct re-runs of the failed command succeeded: the failure was transient (other activity on the host?)"
-}
-bench() {  # bench VARIANT ROUND FD|NOFD ENV... -- COMMAND: one hyperfine run of one variant
-    local v=$1 r=$2 withfd=$3; shift 3
-    local envs=() open=":" extra=()
-    [[ $withfd == FD ]] && { open=$OPEN_FD; extra=("${HF_FD[@]}"); }
-    while [[ $1 != -- ]]; do envs+=("$1"); shift; done
-    shift
-    echo "== $v round $r: $*" >>"$HFLOG"
-    if ! (cd "$WORK" && eval "$open" && env -i "${envs[@]}" "${HF[@]}" "${extra[@]}" \
-        --export-json "$WORK/results/$v-$r.json" "$@") >>"$HFLOG" 2>&1; then
-        tail -3 "$HFLOG" >&2
-        (eval "$open" && diagnose "$WORK" env -i "${envs[@]}" :: "$1")
-        die "variant $v failed to run"
-    fi
-    FILES[$v]+="${FILES[$v]:+,}$WORK/results/$v-$r.json"
-}
-bench_caller() {  # bench_caller VARIANT ROUND true|false: the setuid helper, hyperfine run by the caller
-    local v=$1 r=$2 out=$WORK/caller/$1-$2.json
-    suid_conf "$3"
-    echo "== $v round $r (setuid, run by $CALLER): $CMD_C" >>"$HFLOG"
-    if ! (cd "$WORK/caller" && "${NICE[@]}" setpriv --reuid="$CALLER_UID" --regid="$CALLER_GID" --init-groups -- \
-        env -i PATH=/usr/bin:/bin /usr/bin/hyperfine -N --style none --warmup "$WARMUP" --runs "$RUNS" \
-        --export-json "$out" "$CMD_C") >>"$HFLOG" 2>&1; then
-        tail -3 "$HFLOG" >&2
-        diagnose "$WORK/caller" setpriv --reuid="$CALLER_UID" --regid="$CALLER_GID" --init-groups -- \
-            env -i PATH=/usr/bin:/bin :: "$CMD_C"
-        die "variant $v failed to run"
-    fi
-    mv "$out" "$WORK/results/$v-$r.json"
-    FILES[$v]+="${FILES[$v]:+,}$WORK/results/$v-$r.json"
-}
-for r in $(seq 1 "$ROUNDS"); do
-    # A0: hyperfine itself runs as the tenant, with the plan's environment, and
-    # writes its JSON into the tenant's home.
-    a0=/home/$T1/.bench-a0-$r.json
-    echo "== A0 round $r" >>"$HFLOG"
-    (cd "/home/$T1" && eval "$OPEN_FD" && "${NICE[@]}" setpriv --reuid="$T1_UID" --regid="$T1_GID" --init-groups -- \
-        env -i "${PLAN_ENV[@]}" /usr/bin/hyperfine -N --style none --warmup "$WARMUP" --runs "$RUNS" "${HF_FD[@]}" \
-        --export-json "$a0" "$BW") >>"$HFLOG" 2>&1 || {
-        tail -3 "$HFLOG" >&2
-        (eval "$OPEN_FD" && diagnose "/home/$T1" setpriv --reuid="$T1_UID" --regid="$T1_GID" --init-groups -- \
-            env -i "${PLAN_ENV[@]}" :: "$BW")
-        die "variant A0 failed to run"
-    }
-    mv "$a0" "$WORK/results/A0-$r.json"
-    FILES[A0]+="${FILES[A0]:+,}$WORK/results/A0-$r.json"
-    bench A "$r" FD "${PLAN_ENV[@]}" -- "$CMD_A"
-    bench B "$r" FD "${PLAN_ENV[@]}" -- "$CMD_B"
-    bench_caller C "$r" false
-    bench_caller D "$r" true
-    bench Cr "$r" NOFD PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/nopam.conf" -- "$CMD_CR"
-    bench Dr "$r" NOFD PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/pam.conf" -- "$CMD_CR"
-done
-LAT=$("$PY" "$JB" stats "A0=${FILES[A0]}" "A=${FILES[A]}" "B=${FILES[B]}" "C=${FILES[C]}" "D=${FILES[D]}" \
-    "Cr=${FILES[Cr]}" "Dr=${FILES[Dr]}")
+HFLOG=$WORK/hyperfine.log   # --profile's start-up timings
+# The variants for jailbench's interleaved driver (run by run, paired): the
+# argv, the environment, who starts it, the descriptors A0/A/B get on the
+# plan's fd numbers (the captured seccomp program; bwrap's status pipe on
+# /dev/null, as the helper gives a one-off jail), and for the setuid helper
+# the policy it reads at its built-in path.
+suid_conf false; cp "$SUID_CONF" "$WORK/suid-nopam.policy"
+suid_conf true; cp "$SUID_CONF" "$WORK/suid-pam.policy"
+printf '%s\0' "${BWRAP_ARGV[@]}" >"$WORK/bwrap.argv"
+printf '%s\0' "${PLAN_ENV[@]}" >"$WORK/plan.env"
+"$PY" - "$WORK" "$T1" "$CALLER" "$BIN" "$SUID_BIN" "${SECCOMP_FD:-}" "${STATUS_FD:-}" >"$WORK/variants.json" <<'PYEOF'
+import json, os, pwd, sys
+work, tenant, caller, binary, suid, sfd, tfd = sys.argv[1:8]
+argv = open(f"{work}/bwrap.argv").read().split("\0")[:-1]
+penv = dict(e.split("=", 1) for e in open(f"{work}/plan.env").read().split("\0")[:-1])
+def ids(name):
+    pw = pwd.getpwnam(name)
+    return [pw.pw_uid, pw.pw_gid, os.getgrouplist(name, pw.pw_gid)]
+fds = {}
+if sfd: fds[sfd] = f"{work}/seccomp.bpf"
+if tfd: fds[tfd] = "/dev/null"
+t = ids(tenant)
+run = ["run", "--user", tenant, "--session", "bench", "--", "true"]
+plain = {"PATH": "/usr/bin:/bin"}
+policy = lambda n: open(f"{work}/suid-{n}.policy").read()
+print(json.dumps([
+    {"name": "A0", "argv": argv, "env": penv, "fds": fds, "as": t},
+    {"name": "A", "argv": ["/usr/bin/setpriv", f"--reuid={t[0]}", f"--regid={t[1]}", "--init-groups", "--"] + argv,
+     "env": penv, "fds": fds},
+    {"name": "B", "argv": ["/usr/sbin/runuser", "-u", tenant, "--"] + argv, "env": penv, "fds": fds},
+    {"name": "C", "argv": [suid] + run, "env": plain, "as": ids(caller), "policy": policy("nopam")},
+    {"name": "D", "argv": [suid] + run, "env": plain, "as": ids(caller), "policy": policy("pam")},
+    {"name": "Cr", "argv": [binary] + run, "env": dict(plain, CLIHOST_JAIL_CONFIG=f"{work}/nopam.conf")},
+    {"name": "Dr", "argv": [binary] + run, "env": dict(plain, CLIHOST_JAIL_CONFIG=f"{work}/pam.conf")},
+]))
+PYEOF
+LAT=$(cd "$WORK" && "${NICE[@]}" "$PY" "$JB" latency --variants "$WORK/variants.json" --policy-file "$SUID_CONF" \
+    --rounds "$ROUNDS" --runs "$RUNS" --warmup "$WARMUP") || die "the latency runs did not complete"
 echo "$LAT" >"$WORK/latency.json"
 
 # ---------------------------------------------------------- 2. concurrency
