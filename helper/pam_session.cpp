@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "fault.hpp"
+#include "pam_dl.hpp"
 
 namespace clihost {
 namespace {
@@ -28,24 +29,33 @@ int quiet_conversation(int n, const pam_message** msgs, pam_response** resp, voi
     return *resp == nullptr ? PAM_BUF_ERR : PAM_SUCCESS;
 }
 
+// Only called once a handle exists, so libpam is loaded.
+const pam_dl::Api& loaded_pam() {
+    std::string ignored;
+    return *pam_dl::api(ignored);
+}
+
 Error pam_error(pam_handle_t* h, const char* step, int rc) {
-    return fail(Exit::refused, std::string("PAM ") + step + " refused the tenant: " + pam_strerror(h, rc));
+    return fail(Exit::refused, std::string("PAM ") + step + " refused the tenant: " + loaded_pam().strerror(h, rc));
 }
 
 // pam_start for the tenant with PAM_RUSER (and PAM_TTY if any) set.
 Result<pam_handle_t*> start_handle(const std::string& service, const std::string& tenant, const std::string& ruser,
                                    const std::string& tty) {
     static const pam_conv conv{quiet_conversation, nullptr};
+    std::string why;
+    const pam_dl::Api* pam = pam_dl::api(why);
+    if (pam == nullptr) return fail(Exit::host, "PAM start failed for service " + service + ": " + why);
     pam_handle_t* h = nullptr;
-    int rc = fault::fail("pam_start") ? PAM_SYSTEM_ERR : pam_start(service.c_str(), tenant.c_str(), &conv, &h);
+    int rc = fault::fail("pam_start") ? PAM_SYSTEM_ERR : pam->start(service.c_str(), tenant.c_str(), &conv, &h);
     if (rc != PAM_SUCCESS) {
-        if (h != nullptr) pam_end(h, rc);
+        if (h != nullptr) pam->end(h, rc);
         return fail(Exit::host, "PAM start failed for service " + service);
     }
-    if ((rc = pam_set_item(h, PAM_RUSER, ruser.c_str())) != PAM_SUCCESS ||
-        (!tty.empty() && (rc = pam_set_item(h, PAM_TTY, tty.c_str())) != PAM_SUCCESS)) {
+    if ((rc = pam->set_item(h, PAM_RUSER, ruser.c_str())) != PAM_SUCCESS ||
+        (!tty.empty() && (rc = pam->set_item(h, PAM_TTY, tty.c_str())) != PAM_SUCCESS)) {
         Error e = pam_error(h, "set_item", rc);
-        pam_end(h, rc);
+        pam->end(h, rc);
         return e;
     }
     return h;
@@ -58,13 +68,14 @@ Result<std::unique_ptr<PamSession>> PamSession::open(const std::string& service,
     auto started = start_handle(service, tenant, ruser, tty);
     if (!started) return started.error();
     pam_handle_t* h = started.value();
+    const pam_dl::Api& pam = loaded_pam();
     std::unique_ptr<PamSession> s(new PamSession(h));
     // Account checks: an expired tenant gets no terminal.
-    int rc = fault::fail("pam_acct") ? PAM_ACCT_EXPIRED : pam_acct_mgmt(h, PAM_SILENT);
+    int rc = fault::fail("pam_acct") ? PAM_ACCT_EXPIRED : pam.acct_mgmt(h, PAM_SILENT);
     if (rc != PAM_SUCCESS) return pam_error(h, "account check", rc);
-    if ((rc = pam_setcred(h, PAM_ESTABLISH_CRED | PAM_SILENT)) != PAM_SUCCESS) return pam_error(h, "setcred", rc);
+    if ((rc = pam.setcred(h, PAM_ESTABLISH_CRED | PAM_SILENT)) != PAM_SUCCESS) return pam_error(h, "setcred", rc);
     s->cred_established_ = true;
-    rc = fault::fail("pam_open") ? PAM_SESSION_ERR : pam_open_session(h, PAM_SILENT);
+    rc = fault::fail("pam_open") ? PAM_SESSION_ERR : pam.open_session(h, PAM_SILENT);
     if (rc != PAM_SUCCESS) return pam_error(h, "open_session", rc);
     s->session_open_ = true;
     return s;
@@ -74,15 +85,16 @@ Status PamSession::check_account(const std::string& service, const std::string& 
     auto started = start_handle(service, tenant, ruser, {});
     if (!started) return started.error();
     pam_handle_t* h = started.value();
-    const int rc = pam_acct_mgmt(h, PAM_SILENT);
+    const pam_dl::Api& pam = loaded_pam();
+    const int rc = pam.acct_mgmt(h, PAM_SILENT);
     Status st = rc == PAM_SUCCESS ? ok_status() : Status(pam_error(h, "account check", rc));
-    pam_end(h, rc);
+    pam.end(h, rc);
     return st;
 }
 
 std::vector<std::string> PamSession::environment() const {
     std::vector<std::string> out;
-    char** list = pam_getenvlist(handle_);
+    char** list = loaded_pam().getenvlist(handle_);
     if (list == nullptr) return out;
     for (char** e = list; *e != nullptr; ++e) {
         out.emplace_back(*e);
@@ -94,17 +106,18 @@ std::vector<std::string> PamSession::environment() const {
 
 Status PamSession::close() {
     if (handle_ == nullptr) return ok_status();
+    const pam_dl::Api& pam = loaded_pam();
     int rc = PAM_SUCCESS;
     std::string failed;
-    if (session_open_ && (rc = pam_close_session(handle_, PAM_SILENT)) != PAM_SUCCESS) failed = "close_session";
+    if (session_open_ && (rc = pam.close_session(handle_, PAM_SILENT)) != PAM_SUCCESS) failed = "close_session";
     session_open_ = false;
     if (cred_established_) {
-        const int rc2 = pam_setcred(handle_, PAM_DELETE_CRED | PAM_SILENT);
+        const int rc2 = pam.setcred(handle_, PAM_DELETE_CRED | PAM_SILENT);
         if (rc2 != PAM_SUCCESS && failed.empty()) { failed = "setcred(DELETE)"; rc = rc2; }
     }
     cred_established_ = false;
-    const std::string msg = failed.empty() ? "" : std::string("PAM ") + failed + ": " + pam_strerror(handle_, rc);
-    pam_end(handle_, rc);
+    const std::string msg = failed.empty() ? "" : std::string("PAM ") + failed + ": " + pam.strerror(handle_, rc);
+    pam.end(handle_, rc);
     handle_ = nullptr;
     if (!failed.empty()) return fail(Exit::internal, msg);
     return ok_status();

@@ -49,7 +49,8 @@ struct TrialResult {
 TrialResult trial_namespaces(uid_t uid, gid_t gid);
 
 // All of the above for one launch; with run_trial false the trial is left to
-// the jail child (HostProbe::trial_deferred).
+// the jail child (HostProbe::trial_deferred), and mountinfo is not read
+// (proc = private never looks at the host /proc: host_proc_hidepid false).
 HostProbe probe_host(const std::vector<std::string>& ro_bind, uid_t uid, gid_t gid, bool run_trial);
 
 }  // namespace clihost

@@ -76,6 +76,39 @@ def rollup_kib(pid):
     return out["Pss"], out["Private_Clean"] + out["Private_Dirty"]
 
 
+def group_private_kib(group):
+    """Memory only the processes in `group` map, each page counted once: the
+    resident pages of their mappings (pagemap, root only) whose total mapping
+    count (kpagecount) is the number of times the group itself maps them. What
+    ending the group frees; a page shared with any other process (libc, the
+    same library in another session) does not count. None if unreadable."""
+    seen = {}
+    try:
+        for pid in group:
+            with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/pagemap", "rb") as pm:
+                for line in maps:
+                    lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+                    if lo >= 0xffff800000000000:
+                        continue  # [vsyscall]
+                    pm.seek(lo // 4096 * 8)
+                    raw = pm.read((hi - lo) // 4096 * 8)
+                    for (e,) in struct.iter_unpack("<Q", raw):
+                        if e >> 63 & 1:  # present
+                            pfn = e & ((1 << 55) - 1)
+                            if pfn:
+                                seen[pfn] = seen.get(pfn, 0) + 1
+        own = 0
+        with open("/proc/kpagecount", "rb") as kc:
+            for pfn, n in seen.items():
+                kc.seek(pfn * 8)
+                (count,) = struct.unpack("<Q", kc.read(8))
+                if count == n:
+                    own += 1
+        return own * 4
+    except (OSError, struct.error):
+        return None
+
+
 def ppid_map():
     m = {}
     for p in pids():
@@ -128,11 +161,13 @@ def cmd_stats(a):
     out = {}
     for spec in a.variant:
         name, _, files = spec.partition("=")
-        times, cpu = [], []
-        for fn in files.split(","):
+        times, cpu, rounds = [], [], []
+        for fn in files.split(","):  # one file per round, in round order
             with open(fn) as f:
+                rounds.append([])
                 for r in json.load(f)["results"]:
                     times.extend(r["times"])
+                    rounds[-1].extend(round(t * 1000, 4) for t in r["times"])
                     # user+system of the command and its reaped children, per run
                     cpu.extend([r["user"] + r["system"]] * len(r["times"]))
         times.sort()
@@ -144,8 +179,85 @@ def cmd_stats(a):
             "min_ms": round(times[0] * 1000, 3),
             "cpu_ms": round(statistics.fmean(cpu) * 1000, 3),
             "runs": len(times),
+            "rounds_ms": rounds,  # every run, by round (for the spreads of the ratios)
         }
     print(json.dumps(out))
+
+
+def cmd_latency(a):
+    """Launch latency, every variant interleaved run by run (A B C D ..., the
+    order rotated each run) so that drift and other work on the host fall on
+    all of them alike, and run i of one variant sits right next to run i of
+    another (the paired ratios). Each run is one posix_spawn (a vfork-style
+    clone: no copy of this process) and wait4: wall time from spawn to
+    reaped, CPU time from the child's rusage (its reaped descendants
+    included). A variant runs as root, or as another user (`as`: uid, gid,
+    groups): this process takes that user's real ids (keeping effective uid
+    0) and the child resets its effective ids to them before exec
+    (POSIX_SPAWN_RESETIDS), so a setuid helper starts exactly as a proxy
+    would start it. `policy`: text written to --policy-file before each run
+    of that variant (the setuid helper reads its policy only there)."""
+    variants = json.load(open(a.variants))
+    root_groups = os.getgroups()
+
+    def become(who):
+        os.setresuid(0, 0, 0)
+        os.setresgid(0, 0, 0)
+        if who is None:
+            os.setgroups(root_groups)
+        else:
+            os.setgroups(who[2])
+            os.setresgid(who[1], 0, 0)
+            os.setresuid(who[0], 0, 0)
+
+    def one(v):
+        if v.get("policy") is not None:
+            with open(a.policy_file, "w") as f:
+                f.write(v["policy"])
+        actions = [(os.POSIX_SPAWN_OPEN, int(fd), path, os.O_WRONLY if path == "/dev/null" else os.O_RDONLY, 0)
+                   for fd, path in sorted(v.get("fds", {}).items())]
+        who = v.get("as")
+        become(who)
+        try:
+            t0 = time.perf_counter_ns()
+            pid = os.posix_spawn(v["argv"][0], v["argv"], v["env"], file_actions=actions, resetids=who is not None)
+            _, status, ru = os.wait4(pid, 0)
+            wall = (time.perf_counter_ns() - t0) / 1e6
+        finally:
+            become(None)
+        if status != 0:
+            raise RuntimeError(f"variant {v['name']} exited with {os.waitstatus_to_exitcode(status)}: {v['argv']}")
+        return wall, (ru.ru_utime + ru.ru_stime) * 1000
+
+    try:
+        for _ in range(a.warmup):
+            for v in variants:
+                one(v)
+        rounds = []
+        for r in range(a.rounds):
+            per = {v["name"]: [] for v in variants}
+            for i in range(a.runs):
+                k = (r * a.runs + i) % len(variants)
+                order = variants[k:] + variants[:k]
+                if i % 2:
+                    order = order[::-1]
+                for v in order:
+                    per[v["name"]].append(one(v))
+            rounds.append(per)
+    except RuntimeError as e:
+        eprint(f"jailbench: {e}")
+        return 1
+    out = {}
+    for v in variants:
+        n = v["name"]
+        times = sorted(x[0] for r in rounds for x in r[n])
+        cpu = [x[1] for r in rounds for x in r[n]]
+        out[n] = {"median_ms": round(statistics.median(times), 3), "mean_ms": round(statistics.fmean(times), 3),
+                  "p10_ms": round(pctl(times, 0.1), 3), "p90_ms": round(pctl(times, 0.9), 3),
+                  "min_ms": round(times[0], 3), "cpu_ms": round(statistics.fmean(cpu), 3), "runs": len(times),
+                  "rounds_ms": [[round(x[0], 4) for x in r[n]] for r in rounds]}
+    print(json.dumps(out))
+    return 0
 
 
 # ---------------------------------------------------------------- concurrency
@@ -261,6 +373,8 @@ def cmd_sessions(a):
         chains.append(c)
     time.sleep(0.3)  # idle: let every process settle
     mem = [[mem_of(p) for p in c] for c in chains]
+    # The root parent and its watcher: what one PAM session itself holds.
+    pair_own = [x for x in (group_private_kib(c[:2]) for c in chains) if x is not None]
 
     teardown = []
     for c in chains:
@@ -310,6 +424,13 @@ def cmd_sessions(a):
         return round(statistics.median(xs), 3) if xs else None
 
     helper_hwm = [m[0]["VmHWM_kib"] for m in mem]
+    # What a PAM session really adds: its root parent and its watcher, each
+    # page counted once. Pss does that over the sessions: a page shared by k
+    # processes counts 1/k in each, so the sum over every session's pair is
+    # the pairs' memory with shared pages (libc, libpam, the helper's text)
+    # split among all who map them.
+    pair_pss = [m[0]["Pss_kib"] + m[1]["Pss_kib"] for m in mem]
+
     chain_hwm = [sum(p["VmHWM_kib"] for p in m) for m in mem]
     chain_rss = [sum(p["VmRSS_kib"] for p in m) for m in mem]
     chain_pss = [sum(p["Pss_kib"] for p in m) for m in mem]
@@ -328,6 +449,10 @@ def cmd_sessions(a):
         "chain_Pss_kib_median": med(chain_pss),
         "chain_Uss_kib_median": med([sum(p["Uss_kib"] for p in m) for m in mem]),
         "chain_example": mem[0],
+        "session_pss_kib_per_session": round(sum(pair_pss) / len(pair_pss), 1),
+        "session_own_kib_median": med(pair_own), "session_own_kib_max": max(pair_own) if pair_own else None,
+        "session_pss_kib_max": max(pair_pss),
+        "session_uss_kib_median": med([m[0]["Uss_kib"] + m[1]["Uss_kib"] for m in mem]),
         "teardown_ms_median": med(done), "teardown_ms_max": max(done),
         "teardown_jail_gone_ms_median": med([t["jail_gone_ms"] for t in teardown]),
         "teardown_helper_statuses": sorted({t["helper_status"] for t in teardown}),
@@ -577,6 +702,12 @@ def cmd_reconnect(a):
         "jail": ([a.bin, "run", "--user", a.tenant, "--session", a.session], attach_env(a.config), None, "/"),
         "plain": ([TMUX, "-S", sock, "attach-session", "-t", a.session], plain_env(pw), creds, pw.pw_dir),
     }
+    if a.suid_bin:
+        # The production path: the setuid helper exec'd by the proxy's
+        # unprivileged caller (its policy is at the helper's built-in path).
+        _, caller_creds = tenant_identity(a.caller)
+        attach["jail"] = ([a.suid_bin, "run", "--user", a.tenant, "--session", a.session],
+                          {"PATH": "/usr/bin:/bin", "TERM": TERM}, caller_creds, "/")
     # The floor of any jail around the attach: the attach jail's own bwrap
     # argv (from `clihost-jail print`), exec'd by a process that already is
     # the tenant, with the helper's seccomp program on the plan's fd.
@@ -890,16 +1021,52 @@ def cmd_report(a):
     names = {"A0": "bwrap exec'd by the tenant itself (floor, info)",
              "A": "setpriv --reuid --regid --init-groups -- bwrap",
              "B": "runuser -u T -- bwrap   (today's chain)",
-             "C": "clihost-jail run, session = false",
-             "D": "clihost-jail run, session = true (PAM)"}
-    for k in ("A0", "A", "B", "C", "D"):
+             "C": "clihost-jail run, session = false (setuid, caller)",
+             "D": "clihost-jail run, PAM session (setuid, caller)",
+             "Cr": "C called by root (info)",
+             "Dr": "D called by root (info)"}
+    for k in ("A0", "A", "B", "C", "D", "Cr", "Dr"):
         v = lat[k]
-        print(f"  {k:<2} {names[k]:<48} median {v['median_ms']:6.2f} ms  p10 {v['p10_ms']:6.2f}  "
+        print(f"  {k:<2} {names[k]:<50} median {v['median_ms']:6.2f} ms  p10 {v['p10_ms']:6.2f}  "
               f"p90 {v['p90_ms']:6.2f}  cpu {v['cpu_ms']:5.2f} ms")
-    ca, db = m["C"] / m["A"], m["D"] / m["B"]
-    print(f"  C/A = {ca:.3f}   (p10 {p10['C'] / p10['A']:.3f}, cpu {cpu['C'] / cpu['A']:.3f})")
-    print(f"  D/B = {db:.3f}   (p10 {p10['D'] / p10['B']:.3f}, cpu {cpu['D'] / cpu['B']:.3f})")
-    print(f"  (helper over the setpriv floor: C-A {m['C'] - m['A']:+.2f} ms; PAM + fork/wait: D-C {m['D'] - m['C']:+.2f} ms)")
+    rounds = {k: v["rounds_ms"] for k, v in lat.items()}
+    nrounds = len(rounds["A"])
+
+    def lratio(num, den):
+        """num/den of the medians, with the range of the per-round ratios and
+        the p10..p90 of run-by-run pairs (run i of num against run i of den,
+        in the same round)."""
+        per_round = [statistics.median(rounds[num][i]) / statistics.median(rounds[den][i]) for i in range(nrounds)]
+        paired = [x / y for i in range(nrounds) for x, y in zip(rounds[num][i], rounds[den][i])]
+        return {"ratio": round(m[num] / m[den], 3), "round_min": round(min(per_round), 3),
+                "round_max": round(max(per_round), 3), "paired_p10": round(pctl(paired, 0.1), 3),
+                "paired_p90": round(pctl(paired, 0.9), 3)}
+
+    def overhead(d, c, b, a):
+        """(d - c) / (b - a): what our PAM session adds over what runuser's adds."""
+        med = lambda k, i: statistics.median(rounds[k][i])
+        per_round = [(med(d, i) - med(c, i)) / (med(b, i) - med(a, i)) for i in range(nrounds)
+                     if med(b, i) != med(a, i)]
+        return {"ratio": round((m[d] - m[c]) / (m[b] - m[a]), 3) if m[b] != m[a] else float("inf"),
+                "round_min": round(min(per_round), 3) if per_round else None,
+                "round_max": round(max(per_round), 3) if per_round else None}
+
+    def rspread(r):
+        out = f"per-round {r['round_min']}..{r['round_max']}"
+        return out + (f", paired p10..p90 {r['paired_p10']}..{r['paired_p90']}" if "paired_p10" in r else "")
+
+    ca, db = lratio("C", "A"), lratio("D", "B")
+    pam_over = overhead("D", "C", "B", "A")
+    car, dbr = lratio("Cr", "A"), lratio("Dr", "B")
+    pam_over_r = overhead("Dr", "Cr", "B", "A")
+    print(f"  C/A = {ca['ratio']:.3f}   ({rspread(ca)}; p10 {p10['C'] / p10['A']:.3f}, cpu {cpu['C'] / cpu['A']:.3f})")
+    print(f"  (D-C)/(B-A) = {pam_over['ratio']:.3f}   ({rspread(pam_over)}): the PAM session's cost over runuser's;"
+          f" D-C {m['D'] - m['C']:+.2f} ms, B-A {m['B'] - m['A']:+.2f} ms")
+    print(f"  D/B = {db['ratio']:.3f}   ({rspread(db)}; p10 {p10['D'] / p10['B']:.3f}, cpu {cpu['D'] / cpu['B']:.3f})")
+    print(f"  called by root: Cr/A = {car['ratio']:.3f} ({rspread(car)}); Dr/B = {dbr['ratio']:.3f} ({rspread(dbr)});"
+          f" (Dr-Cr)/(B-A) = {pam_over_r['ratio']:.3f} ({rspread(pam_over_r)})")
+    print(f"  (helper over the setpriv floor: C-A {m['C'] - m['A']:+.2f} ms; setuid exec by the caller over root's:"
+          f" C-Cr {m['C'] - m['Cr']:+.2f} ms)")
 
     def leftovers(scan, logind_n):
         return {
@@ -943,6 +1110,13 @@ def cmd_report(a):
     print(f"  waiting parent: VmHWM median {mib(sess['helper_VmHWM_kib_median']):.2f} MiB"
           f" (max {mib(sess['helper_VmHWM_kib_max']):.2f}); Pss {mib(sess['helper_Pss_kib_median']):.2f} MiB;"
           f" USS {mib(sess['helper_Uss_kib_median']):.2f} MiB")
+    own = sess["session_own_kib_median"]
+    print(f"  private memory per session (root parent + watcher): pages only they map, each counted once,"
+          f" median {mib(own):.2f} MiB (max {mib(sess['session_own_kib_max']):.2f}); summed Pss / {sess['m']}"
+          f" {mib(sess['session_pss_kib_per_session']):.2f} MiB; USS of the two {mib(sess['session_uss_kib_median']):.2f} MiB;"
+          f" beside it VmHWM of the parent {mib(sess['helper_VmHWM_kib_median']):.2f} MiB, of the watcher"
+          f" {mib(sess['watcher_VmHWM_kib_median']):.2f} MiB" if own is not None else
+          "  private memory per session: pagemap unreadable")
     print(f"  watcher: VmHWM median {mib(sess['watcher_VmHWM_kib_median']):.2f} MiB;"
           f" Pss {mib(sess['watcher_Pss_kib_median']):.2f} MiB; USS {mib(sess['watcher_Uss_kib_median']):.2f} MiB")
     print(f"  whole chain per session: sum VmHWM {mib(sess['chain_VmHWM_kib_median']):.2f} MiB,"
@@ -966,16 +1140,16 @@ def cmd_report(a):
                 f" per-round {r['round_min']:.2f}..{r['round_max']:.2f}")
 
     rr, fo, fp = rec["jail_over_plain"], first["session_over_oneoff"], first["session_over_plain"]
+    jf, fp0 = rec["jail_over_floor"], rec["floor_over_plain"]
     print()
     print(f"session jails, reconnect (the session runs): fork to the prompt on a new pty, "
           f"{rec['rounds']} rounds x {rec['runs_per_round']} interleaved, PAM on")
-    lat(rec["jail"], "J  clihost-jail run (attach jail)")
+    lat(rec["jail"], "J  clihost-jail run (attach jail; setuid, caller)")
     lat(rec["floor"], "J0 the attach jail's bwrap exec'd by the tenant (floor)")
     lat(rec["plain"], "P  tmux attach exec'd as the tenant (no jail)")
     print(f"  J/P = {rr['ratio']:.3f}   ({spread(rr)}); J-P {rec['jail']['median_ms'] - rec['plain']['median_ms']:+.2f} ms")
-    jf, fp0 = rec["jail_over_floor"], rec["floor_over_plain"]
     print(f"  J0/P = {fp0['ratio']:.3f} ({spread(fp0)}): the jail alone;"
-          f"  J/J0 = {jf['ratio']:.3f}: the helper (J-J0 {rec['jail']['median_ms'] - rec['floor']['median_ms']:+.2f} ms)")
+          f"  J/J0 = {jf['ratio']:.3f} ({spread(jf)}): the helper (J-J0 {rec['jail']['median_ms'] - rec['floor']['median_ms']:+.2f} ms)")
     print(f"first connection (nothing runs): {first['rounds']} rounds x {first['runs_per_round']} interleaved")
     lat(first["session"], "F  clihost-jail run: session jail start + attach")
     lat(first["oneoff"], "O  clihost-jail run -- tmux new-session (one-off jail)")
@@ -1006,15 +1180,20 @@ def cmd_report(a):
     print("  (not checkable: PAM modules' private state; pam_keyinit's revoked session keyrings stay listed in"
           " /proc/key-users until the kernel's key GC, gc_delay, runs)")
 
+    pss_session = sess["session_pss_kib_per_session"]
+    own_session = sess["session_own_kib_median"] if sess["session_own_kib_median"] is not None else float("inf")
     targets = [
-        ("C/A <= 1.10", ca <= 1.10, f"{ca:.3f}"),
-        ("D <= B", m["D"] <= m["B"], f"D {m['D']:.2f} ms vs B {m['B']:.2f} ms"),
-        ("waiting-parent RSS < 2 MiB", sess["helper_VmHWM_kib_max"] < 2048,
-         f"VmHWM max {mib(sess['helper_VmHWM_kib_max']):.2f} MiB (USS {mib(sess['helper_Uss_kib_median']):.2f} MiB)"),
+        ("C/A <= 1.10", ca["ratio"] <= 1.10, f"{ca['ratio']:.3f} ({rspread(ca)})"),
+        ("(D-C)/(B-A) <= 1.10", pam_over["ratio"] <= 1.10,
+         f"{pam_over['ratio']:.3f} ({rspread(pam_over)}); D/B {db['ratio']:.3f}"),
+        ("private memory/session <= 1 MiB", own_session <= 1024,
+         f"{mib(own_session):.2f} MiB own pages, {mib(pss_session):.2f} MiB summed Pss (parent + watcher);"
+         f" VmHWM parent {mib(sess['helper_VmHWM_kib_max']):.2f} MiB max"),
         ("teardown < 50 ms", sess["teardown_ms_max"] < 50, f"max {sess['teardown_ms_max']:.2f} ms"),
         (f"0 failures at N={conc['n']}", conc["failures"] == 0, f"{conc['failures']} failures"),
         ("reconnect <= 1.2x tmux attach", rr["ratio"] <= 1.2,
-         f"{rr['ratio']:.3f} (J {rec['jail']['median_ms']:.2f} ms vs P {rec['plain']['median_ms']:.2f} ms)"),
+         f"{rr['ratio']:.3f} ({spread(rr)}; J {rec['jail']['median_ms']:.2f} ms vs P {rec['plain']['median_ms']:.2f} ms;"
+         f" the jail alone J0/P {fp0['ratio']:.3f})"),
     ]
     print()
     for name, ok, detail in targets:
@@ -1024,7 +1203,14 @@ def cmd_report(a):
         "quick": quick, "loadavg_start": float(loadavg[0]),
         "A0_ms": m["A0"], "A_ms": m["A"], "B_ms": m["B"], "C_ms": m["C"], "D_ms": m["D"],
         "A_cpu_ms": cpu["A"], "B_cpu_ms": cpu["B"], "C_cpu_ms": cpu["C"], "D_cpu_ms": cpu["D"],
-        "C_over_A": round(ca, 3), "D_over_B": round(db, 3),
+        "Cr_ms": m["Cr"], "Dr_ms": m["Dr"], "C_cpu_ms_root": cpu["Cr"],
+        "C_over_A": ca["ratio"], "C_over_A_spread": [ca["round_min"], ca["round_max"]],
+        "C_over_A_paired_p10_p90": [ca["paired_p10"], ca["paired_p90"]],
+        "D_over_B": db["ratio"], "D_over_B_spread": [db["round_min"], db["round_max"]],
+        "pam_overhead": pam_over["ratio"], "pam_overhead_spread": [pam_over["round_min"], pam_over["round_max"]],
+        "Cr_over_A": car["ratio"], "Dr_over_B": dbr["ratio"], "pam_overhead_root": pam_over_r["ratio"],
+        "session_pss_kib": pss_session, "session_own_kib": sess["session_own_kib_median"],
+        "watcher_vmhwm_kib": sess["watcher_VmHWM_kib_median"],
         "conc_n": conc["n"], "conc_failures": conc["failures"], "conc_wall_s": conc["wall_s"],
         "leftovers": left, "zombies_reparented": after["zombies_first_count"] + final["zombies_first_count"],
         "helper_vmhwm_kib": sess["helper_VmHWM_kib_max"], "helper_uss_kib": sess["helper_Uss_kib_median"],
@@ -1032,9 +1218,13 @@ def cmd_report(a):
         "teardown_ms_median": sess["teardown_ms_median"], "teardown_ms_max": sess["teardown_ms_max"],
         "reconnect_J_ms": rec["jail"]["median_ms"], "reconnect_P_ms": rec["plain"]["median_ms"],
         "J_over_P": rr["ratio"], "J_over_P_p10": rr["paired_p10"], "J_over_P_p90": rr["paired_p90"],
-        "reconnect_J0_ms": rec["floor"]["median_ms"], "J0_over_P": rec["floor_over_plain"]["ratio"],
+        "J_over_P_spread": [rr["round_min"], rr["round_max"]],
+        "reconnect_J0_ms": rec["floor"]["median_ms"], "J0_over_P": fp0["ratio"],
+        "J0_over_P_spread": [fp0["round_min"], fp0["round_max"]], "J_over_J0": jf["ratio"],
+        "J_over_J0_spread": [jf["round_min"], jf["round_max"]],
         "first_F_ms": first["session"]["median_ms"], "first_O_ms": first["oneoff"]["median_ms"],
         "first_P1_ms": first["plain"]["median_ms"], "F_over_O": fo["ratio"], "F_over_P1": fp["ratio"],
+        "F_over_O_spread": [fo["round_min"], fo["round_max"]], "F_over_P1_spread": [fp["round_min"], fp["round_max"]],
         "sj_pss_kib": sjm["jail_pss_median"], "sj_uss_kib": sjm["jail_uss_median"],
         "sj_inside_pss_kib": sjm["inside_pss_median"], "attach_pss_kib": sjm["attach_pss_median"],
         "attach_uss_kib": sjm["attach_uss_median"], "runtime_locks_left": len(final["runtime_locks"]),
@@ -1052,6 +1242,12 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("stats")
     s.add_argument("variant", nargs="+", help="NAME=file.json[,file.json...]")
+    la = sub.add_parser("latency")
+    la.add_argument("--variants", required=True, help="JSON: [{name, argv, env, as?, fds?, policy?}]")
+    la.add_argument("--policy-file", default="")
+    la.add_argument("--rounds", type=int, required=True)
+    la.add_argument("--runs", type=int, required=True, help="per variant and round")
+    la.add_argument("--warmup", type=int, default=3)
     c = sub.add_parser("concurrent")
     for p in (c,):
         p.add_argument("--n", type=int, required=True)
@@ -1070,6 +1266,8 @@ def main():
     sc.add_argument("--settle", type=float, default=0)
     sc.add_argument("--runtime-dir", default="", help="the helper's runtime directory (its `check` names it)")
     rc = sub.add_parser("reconnect")
+    rc.add_argument("--suid-bin", default="", help="J: this setuid copy of the helper, run by --caller")
+    rc.add_argument("--caller", default="")
     fc = sub.add_parser("first")
     for p in (rc, fc):
         p.add_argument("--tenant", required=True)
@@ -1090,7 +1288,7 @@ def main():
     r.add_argument("--workdir", required=True)
     r.add_argument("--quick", default="0")
     a = ap.parse_args()
-    return {"stats": cmd_stats, "concurrent": cmd_concurrent, "sessions": cmd_sessions,
+    return {"stats": cmd_stats, "latency": cmd_latency, "concurrent": cmd_concurrent, "sessions": cmd_sessions,
             "reconnect": cmd_reconnect, "first": cmd_first, "session-memory": cmd_session_memory,
             "scan": cmd_scan, "report": cmd_report}[a.cmd](a) or 0
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from attackutil import pid_lines
-from conftest import PROXY, routes_closed
+from conftest import PROXY, new_session, routes_closed
 
 LOST = ": audit lines would be lost (refusals still print their stderr line); run a syslog daemon"
 
@@ -85,3 +85,23 @@ def test_a_refusal_without_syslog_still_prints_its_stderr_line(host, fake_dev_lo
     assert rc == 1 and err2 == err, (rc, err2, err)
     time.sleep(1.0)
     assert pid_lines(host, pid, started, timeout=1.0) == []
+
+
+@pytest.mark.parametrize("pam", ["false", "true"])
+@pytest.mark.parametrize("over", [None, "empty", "stale"])
+def test_a_one_off_jail_starts_without_syslog(host, alice, fake_dev_log, pam, over):
+    """Audit lines are lost without a syslog daemon, but jails still start.
+    Without a syslog socket, fd 3 (which the audit line's socket takes
+    otherwise) was free when bwrap's status pipe was opened, so the pipe sat
+    on fd 3, where the seccomp program is then placed: bwrap wrote its status
+    into the sealed program and failed ("bwrap: Write to info_fd: Operation
+    not permitted"), and no jail with `session = false` could start. over
+    None is the control: the same launch with the syslog socket in place."""
+    conf = host.config_variant({"pam": f"session = {pam}"})
+    bind = f'mount --bind "{fake_dev_log[over]}" /dev/log && ' if over else ""
+    argv = ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", bind + 'exec "$@"', "sh",
+            *host.jail(alice, "echo RAN")]
+    p = subprocess.run(argv, capture_output=True, text=True, cwd="/", timeout=60,
+                       env={"PATH": "/usr/bin:/bin", "CLIHOST_JAIL_CONFIG": conf})
+    assert (p.returncode, p.stdout) == (0, "RAN\n"), (p.returncode, p.stdout, p.stderr)
+    assert "info_fd" not in p.stderr, p.stderr
