@@ -28,7 +28,8 @@ import uuid
 import pytest
 
 import netpeer
-from conftest import PROXY, REPO, new_session, pids, proc_status, routes_closed, start_as, wait_until
+from conftest import (PROXY, REPO, RUNTIME_DIR, TENANTS, new_session, pid_lines, pids, proc_status, routes_closed,
+                      start_as, wait_until)
 from ptyutil import PtyProcess
 
 NET_GROUP = "clihost-jail-net"
@@ -120,7 +121,7 @@ def net(host):
     n = Net(host, work)
     try:
         internet.start()
-        for tenant in (host_tenant(host, 0), host_tenant(host, 1)):
+        for tenant in TENANTS:
             dst = os.path.join(host.home(tenant), PROBE)
             shutil.copy(os.path.join(work, "netpeer.py"), dst)
             pw = pwd.getpwnam(tenant)
@@ -138,11 +139,6 @@ def net(host):
             sh("groupdel", NET_GROUP, check=False)
 
 
-def host_tenant(host, i):
-    from conftest import TENANTS
-    return TENANTS[i]
-
-
 def _group_exists():
     try:
         grp.getgrnam(NET_GROUP)
@@ -152,8 +148,9 @@ def _group_exists():
 
 
 @pytest.fixture(scope="module")
-def targets(net, host, bob):
+def targets(net, host):
     """B's and root's listeners on the host, and what reaching each looks like."""
+    bob = TENANTS[1]
     tok_b, tok_r = "CTJ-BOB-" + uuid.uuid4().hex[:8], "CTJ-ROOT-" + uuid.uuid4().hex[:8]
     abs_b, abs_r = "ctj-bob-" + uuid.uuid4().hex[:8], "ctj-root-" + uuid.uuid4().hex[:8]
     b = net.listen(bob, ["tcp:127.0.0.1:0", "tcp:[::1]:0", "udp:127.0.0.1:0", f"abstract:{abs_b}",
@@ -485,7 +482,6 @@ def terms(host):
 
 
 def _supervisor_of(host, tenant):
-    from conftest import RUNTIME_DIR
     with open(os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(tenant).pw_uid}.state")) as f:
         return int(f.read().split()[3])
 
@@ -530,6 +526,46 @@ def test_a_killed_network_process_leaves_the_jail_without_network(host, alice, n
     assert ifaces == ["lo"], after[2]
 
 
+def _ifaces(pid):
+    with open(f"/proc/{pid}/net/dev") as f:
+        return [l.split(":")[0].strip() for l in f.read().splitlines()[2:]]
+
+
+def _attach_clients(tenant):
+    """The tenant's tmux clients of attach jails (tmux -N ... new-session -A)."""
+    out = []
+    for pid in pids(uid=pwd.getpwnam(tenant).pw_uid, live=True):
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].endswith(b"tmux") and b"new-session" in argv and b"-N" in argv:
+            out.append(pid)
+    return out
+
+
+@pytest.mark.parametrize("mode", ["isolated", "host"])
+def test_the_attach_jail_has_no_network(host, alice, net, terms, mode):
+    """The attach jail (a tmux client) needs no network, in either mode: a
+    namespace of its own with only lo. The session jail's shell, in the same
+    pty, has tap0 (isolated) or the host's namespace (host): the control
+    that the probe reads the right processes."""
+    host.run_root([host.bin, "stop", "--user", alice])
+    t = _session(host, alice, terms, config=net.config(mode))
+    got = _probe_in_session(host, alice, t, [{"kind": "netns"}, {"kind": "read", "path": "/proc/net/dev"}])
+    clients = _attach_clients(alice)
+    assert len(clients) == 1, clients
+    client = clients[0]
+    assert os.readlink(f"/proc/{client}/ns/net") not in (host_netns(), got[0].removeprefix("ok:"))
+    assert _ifaces(client) == ["lo"]
+    jail_ifaces = [l.split(":")[0].strip() for l in got[1].removeprefix("ok:").splitlines()[2:]]
+    if mode == "host":
+        assert got[0] == "ok:" + host_netns(), got
+        assert netpeer.HOST_IF in jail_ifaces, jail_ifaces
+    else:
+        assert got[0] != "ok:" + host_netns() and sorted(jail_ifaces) == ["lo", "tap0"], got
+
+
 def test_one_off_jails_leave_no_network_process(host, alice, net):
     before = set(slirps(alice))
     got, _ = oneoff(host, alice, [INTERNET["internet udp v4"][0]], net.isolated)
@@ -540,7 +576,6 @@ def test_one_off_jails_leave_no_network_process(host, alice, net):
 def test_host_mode_keeps_the_host_network_with_a_warning(host, alice, net):
     got, r = oneoff(host, alice, [{"kind": "netns"}], net.hostnet)
     assert got == ["ok:" + host_netns()]
-    from conftest import pid_lines
     lines = pid_lines(host, r.pid, r.started)
     assert any("network = host" in l for l in lines), lines
 
@@ -582,7 +617,6 @@ def test_isolated_refuses_when_its_isolation_is_incomplete(host, alice, net, mis
         assert r.stderr.startswith("clihost-jail: ") and r.stderr.count("\n") == 1, r.stderr
         msg = r.stderr[len("clihost-jail: "):-1]
         _assert_refusal_message(missing, msg)
-        from conftest import pid_lines
         lines = pid_lines(host, r.pid, r.started)
         assert any(l.rstrip("\n").endswith(f'decision=deny reason="{msg}"') for l in lines), lines
         c = host.run_root([host.bin, "check", "--user", alice], config=net.isolated)
