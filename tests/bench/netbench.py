@@ -18,6 +18,9 @@ namespace behind a veth pair, 198.51.100.2), nothing outside the machine.
               jail's start is not in it. Target: inside >= 0.5x outside.
   connect     TCP connect to the peer's first byte (banner), inside an
               isolated jail against outside, 20 connects per sample.
+  --by-hand   (information) the same transfer through slirp4netns with the
+              helper's flags and through pasta, each attached by hand to a
+              namespace of the tenant's, against outside.
 
 Every figure is a median over pairs with the spread (p10..p90) of the
 per-pair ratios. The helper is run by root with a config of the bench's
@@ -88,9 +91,9 @@ class Bench:
         if run("nft", "list", "table", "inet", "clihost_jail", check=False).returncode != 0:
             run("nft", "-f", RULES)
             self.undo.append(lambda: run("nft", "delete", "table", "inet", "clihost_jail", check=False))
-        mode = stat.S_IMODE(os.stat(TUN).st_mode)
+        tun_mode = stat.S_IMODE(os.stat(TUN).st_mode)
         os.chmod(TUN, 0o666)
-        self.undo.append(lambda: os.chmod(TUN, mode))
+        self.undo.append(lambda: os.chmod(TUN, tun_mode))
         if not os.path.exists(PAM_FILE):
             shutil.copy(os.path.join(REPO, "pam", "clihost-jail"), PAM_FILE)
             os.chmod(PAM_FILE, 0o644)
@@ -98,7 +101,7 @@ class Bench:
         self.work = tempfile.mkdtemp(prefix="ctjnb.", dir="/run")
         os.chmod(self.work, 0o755)
         self.undo.append(lambda: shutil.rmtree(self.work, ignore_errors=True))
-        shutil.copy(netpeer.__file__, os.path.join(self.work, "netpeer.py"))
+        shutil.copy(netpeer.__file__, os.path.join(self.work, "netpeer.py"))   # the test internet's servers
         os.chmod(os.path.join(self.work, "netpeer.py"), 0o644)
         run("groupadd", "-f", self.group)
         run("useradd", "-m", "-s", "/bin/sh", "-G", self.group, self.tenant)
@@ -109,6 +112,10 @@ class Bench:
         with open(os.path.join(self.home, ".profile"), "w") as f:
             f.write(f"PS1='{self.prompt} '\n")
         os.chown(os.path.join(self.home, ".profile"), self.uid, self.gid)
+        # The client, where the jail sees it (the tenant's home).
+        self.client = os.path.join(self.home, "netpeer.py")
+        shutil.copy(netpeer.__file__, self.client)
+        os.chown(self.client, self.uid, self.gid)
         self.conf = {}
         for mode in ("isolated", "host"):
             path = os.path.join(self.work, f"{mode}.conf")
@@ -147,14 +154,14 @@ class Bench:
     def probe_inside(self, mode, probes):
         inp, out = self._probe_files(probes)
         self.helper(mode, "run", "--user", self.tenant, "--session", "nb" + uuid.uuid4().hex[:8], "--",
-                    "/usr/bin/python3", os.path.join(self.work, "netpeer.py"), "probe", inp, out, timeout=300)
+                    "/usr/bin/python3", self.client, "probe", inp, out, timeout=300)
         return self._results(inp, out)
 
     def probe_outside(self, probes):
         """The same client as the tenant, in the host's namespaces."""
         inp, out = self._probe_files(probes)
         r = subprocess.run(["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--init-groups", "--",
-                            "/usr/bin/python3", os.path.join(self.work, "netpeer.py"), "probe", inp, out],
+                            "/usr/bin/python3", self.client, "probe", inp, out],
                            env={"PATH": "/usr/bin:/bin"}, cwd="/", capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
             raise RuntimeError(f"outside probe: {r.stderr}")
@@ -250,6 +257,57 @@ class Bench:
         return {"mib": mib, "inside_mib_s": summary(inside), "outside_mib_s": summary(outside),
                 "ratio_inside_over_outside": summary(ratios)}
 
+    def by_hand(self, tool, probe):
+        """The probe in a network namespace made here (unshare -Urn as the
+        tenant) with `tool` attached by hand as the tenant: what the same
+        transfer costs through slirp4netns with the helper's flags, or
+        through pasta (information; the helper runs slirp4netns)."""
+        cred = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--init-groups", "--"]
+        ns = subprocess.Popen([*cred, "unshare", "-Urn", "sleep", "120"], stdin=subprocess.DEVNULL)
+        att = None
+        try:
+            deadline = time.time() + 5
+            while os.readlink(f"/proc/{ns.pid}/ns/net") == os.readlink("/proc/self/ns/net"):
+                if time.time() > deadline:
+                    raise RuntimeError("unshare did not start")
+                time.sleep(0.02)
+            if tool == "slirp4netns":
+                argv = ["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback", "--enable-ipv6",
+                        "--enable-seccomp", str(ns.pid), "tap0"]
+            else:
+                argv = ["pasta", "--config-net", "-f", "--no-map-gw", "-T", "none", "-U", "none",
+                        "--netns", f"/proc/{ns.pid}/ns/net", "--userns", f"/proc/{ns.pid}/ns/user"]
+            att = subprocess.Popen([*cred, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+            inp, out = self._probe_files([{"kind": "tcp", "host": netpeer.PEER_V4, "port": netpeer.TCP_PORT,
+                                           "v6_wait": 0}] + probe)
+            deadline = time.time() + 10
+            while True:     # until the link is up (the banner answers)
+                r = subprocess.run(["nsenter", "-t", str(ns.pid), "-U", "-n", "/usr/bin/python3", self.client,
+                                    "probe", inp, out], capture_output=True, text=True, timeout=300)
+                with open(out) as f:
+                    got = json.load(f)
+                if got[0].startswith("ok:") or time.time() > deadline:
+                    break
+                time.sleep(0.2)
+            os.chown(inp, self.uid, self.gid)
+            return self._results(inp, out)[1:]
+        finally:
+            for p in (att, ns):
+                if p is not None:
+                    p.kill()
+                    p.wait()
+
+    def bench_by_hand(self, pairs, mib):
+        probe = [{"kind": "bulk", "host": netpeer.PEER_V4, "port": netpeer.BULK_PORT, "bytes": mib << 20}]
+        got = {"slirp4netns": [], "pasta": [], "outside": []}
+        for _ in range(pairs):
+            for where in random.sample(list(got), 3):
+                res = self.probe_outside(probe) if where == "outside" else self.by_hand(where, probe)
+                got[where].append(mib / float(res[0]))
+        ratios = {k: summary([a / b for a, b in zip(got[k], got["outside"])]) for k in ("slirp4netns", "pasta")}
+        return {"mib_s": {k: summary(v) for k, v in got.items()}, "ratio_over_outside": ratios}
+
     def bench_connect(self, pairs, per):
         probe = [{"kind": "connect", "host": netpeer.PEER_V4, "port": netpeer.TCP_PORT, "n": per}]
         inside, outside, ratios = [], [], []
@@ -271,6 +329,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer pairs (a smoke run)")
     ap.add_argument("--mib", type=int, default=100)
     ap.add_argument("--json", help="also write the result here")
+    ap.add_argument("--by-hand", action="store_true",
+                    help="also: the transfer through slirp4netns and pasta attached by hand (needs passt)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("netbench: run as root")
@@ -284,6 +344,8 @@ def main():
         res["start"] = b.bench_start(pairs)
         res["throughput"] = b.bench_throughput(pairs, a.mib)
         res["connect"] = b.bench_connect(pairs, 20)
+        if a.by_hand:
+            res["by_hand"] = b.bench_by_hand(pairs, a.mib)
         with open("/proc/loadavg") as f:
             res["loadavg_end"] = f.read().split()[:3]
     finally:
