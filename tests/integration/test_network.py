@@ -587,11 +587,27 @@ def test_the_attach_jail_has_no_network(host, alice, net, terms, mode):
         assert got[0] != "ok:" + host_netns() and sorted(jail_ifaces) == ["lo", "tap0"], got
 
 
-def test_one_off_jails_leave_no_network_process(host, alice, net):
-    before = set(slirps(alice))
-    got, _ = oneoff(host, alice, [INTERNET["internet udp v4"][0]], net.isolated)
-    assert got == ["ok:" + netpeer.PEER_TOKEN + ":ping"]
-    assert wait_until(lambda: set(slirps(alice)) <= before, 5), slirps(alice)
+@pytest.mark.parametrize("pam", ["true", "false"])
+def test_one_off_jails_leave_no_network_process(host, alice, net, pam):
+    """A one-off jail, with or without a PAM session (the helper would
+    otherwise exec bwrap and keep no root parent to start slirp4netns):
+    isolated, networked from its first instruction, nothing left after."""
+    conf = host.config_variant(replace={"jail": {"network": "isolated"}, "pam": {"session": pam}})
+    assert not slirps(alice)
+    got, _ = oneoff(host, alice, [INTERNET["internet udp v4"][0], {"kind": "netns"}], conf)
+    assert got[0] == "ok:" + netpeer.PEER_TOKEN + ":ping" and got[1] != "ok:" + host_netns(), got
+    assert wait_until(lambda: not slirps(alice), 5), slirps(alice)
+
+
+def test_the_network_process_ends_when_the_supervisor_is_killed(host, alice, net, terms):
+    """SIGKILL to the session jail's root supervisor (no cleanup code runs):
+    slirp4netns still ends, by its exit pipe, which only the supervisor
+    held."""
+    host.run_root([host.bin, "stop", "--user", alice])
+    _session(host, alice, terms)
+    (slirp,) = slirps(alice)
+    os.kill(_supervisor_of(host, alice), 9)
+    assert wait_until(lambda: not slirps(alice), 10), slirps(alice)
 
 
 def test_host_mode_keeps_the_host_network_with_a_warning(host, alice, net):
