@@ -23,7 +23,10 @@ As a program:
                 only a DNS resolver (UDP and TCP) on ADDR:PORT.
   probe IN OUT  (run inside a jail) reads a JSON list of probes from IN and
                 writes one result per probe to OUT: "ok:<what came back>" or
-                "err:<errno name>" or "timeout".
+                "err:<errno name>" or "timeout". Kinds: tcp, udp, abstract
+                (connect and read the answer), resolve (getaddrinfo), dns
+                (one query to a given server), bind (hold a port), read (a
+                file), netns; for the benchmark bulk and connect (timings).
 """
 import errno
 import json

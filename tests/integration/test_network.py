@@ -168,7 +168,7 @@ def targets(net, host):
     abs_b, abs_r = "ctj-bob-" + uuid.uuid4().hex[:8], "ctj-root-" + uuid.uuid4().hex[:8]
     b = net.listen(bob, ["tcp:127.0.0.1:0", "tcp:[::1]:0", "udp:127.0.0.1:0", f"abstract:{abs_b}",
                          f"unix:{host.home(bob)}/ctj-bob.sock"], tok_b)
-    r = net.listen(None, ["tcp:0.0.0.0:0", "tcp:[::]:0", f"abstract:{abs_r}"], tok_r)
+    r = net.listen(None, ["tcp:0.0.0.0:0", "tcp:[::]:0", f"abstract:{abs_r}", "udp:0.0.0.0:0"], tok_r)
     return {
         "tokens": (tok_b, tok_r),
         "abstract": (abs_b, abs_r),
@@ -184,6 +184,8 @@ def targets(net, host):
                 ({"kind": "tcp", "host": netpeer.HOST_V4, "port": r[0]}, tok_r),
             "root tcp [::] via the host's veth address":
                 ({"kind": "tcp", "host": netpeer.HOST_V6, "port": r[1]}, tok_r),
+            "root udp 0.0.0.0 via the host's veth address":
+                ({"kind": "udp", "host": netpeer.HOST_V4, "port": r[3]}, tok_r + ":ping"),
         },
     }
 
