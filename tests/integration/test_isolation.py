@@ -100,10 +100,14 @@ def test_no_capabilities_and_no_new_privs_inside(host, alice):
         assert int(fields[k], 16) == 0, (k, fields[k])
 
 
-def test_network_is_shared(host, alice):
-    r = jail_sh(host, alice, "cat /proc/net/dev | wc -l; readlink /proc/self/ns/net")
-    assert r.returncode == 0
-    assert r.stdout.splitlines()[1] == os.readlink("/proc/self/ns/net")
+def test_network_is_the_jails_own(host, alice):
+    """network = isolated, the default (issue 9; test_network.py tests what
+    it reaches): a namespace of the jail's own with lo and slirp4netns's tap0."""
+    r = jail_sh(host, alice, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort; readlink /proc/self/ns/net")
+    assert r.returncode == 0, r
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ["lo", "tap0"], lines
+    assert lines[2] != os.readlink("/proc/self/ns/net")
 
 
 def test_tenants_are_in_separate_pid_and_user_namespaces(host, alice):
