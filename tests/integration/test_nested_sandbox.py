@@ -33,8 +33,11 @@ from conftest import REPO, new_session, routes_closed
 from ptyutil import PtyProcess
 from test_attack_inside import TIOCSTI
 
-NESTED_ON = {"jail": "nested_sandbox = true"}
-NESTED_OFF = {"jail": "nested_sandbox = false"}
+# network = host: the jail itself must reach the listener on the host's
+# loopback (the positive control of the inner sandbox's --unshare-net); an
+# isolated jail (the default) reaches nothing of the host (test_network.py).
+NESTED_ON = {"jail": "nested_sandbox = true\nnetwork = host"}
+NESTED_OFF = {"jail": "nested_sandbox = false\nnetwork = host"}
 
 # bubblewrap 0.8.0 inside a --disable-userns jail: the jail's user namespace
 # has a limit of one user namespace (its own), so the inner clone() fails.
@@ -69,8 +72,8 @@ def nested_off(host):
 @pytest.fixture
 def listener():
     """A TCP listener on the host's 127.0.0.1. The jail shares the host's
-    network namespace (test_isolation.test_network_is_shared), so the jail
-    itself reaches it; an inner sandbox with --unshare-net must not."""
+    network namespace (network = host in NESTED_ON/OFF), so the jail itself
+    reaches it; an inner sandbox with --unshare-net must not."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     s.listen(16)
@@ -383,10 +386,18 @@ def test_print_shows_the_setting_and_the_argv(host, alice, nested_on, nested_off
     on = host.run_root([host.bin, "print", "--user", alice, "--session", "s"], config=nested_on)
     off = host.run_root([host.bin, "print", "--user", alice, "--session", "s"], config=nested_off)
     assert on.returncode == 0 and off.returncode == 0, (on, off)
-    on_lines, off_lines = on.stdout.splitlines(), off.stdout.splitlines()
-    assert on_lines[0].endswith(", nested sandbox allowed"), on.stdout
-    assert off_lines[0].endswith(", nested sandbox not allowed"), off.stdout
-    assert on_lines[2].endswith(", nested sandbox not allowed"), on.stdout  # the attach jail
+    # Each plan: its header, then its argv (the first line that is no
+    # comment: warnings and the network's part are comments).
+    def plans(out):
+        lines = out.splitlines()
+        heads = [i for i, l in enumerate(lines) if l.startswith("# clihost-jail plan: ")]
+        assert len(heads) == 2, out
+        return [x for i in heads for x in (lines[i], next(l for l in lines[i + 1:] if not l.startswith("#")))]
+
+    on_lines, off_lines = plans(on.stdout), plans(off.stdout)
+    assert ", nested sandbox allowed" in on_lines[0], on.stdout
+    assert ", nested sandbox not allowed" in off_lines[0], off.stdout
+    assert ", nested sandbox not allowed" in on_lines[2], on.stdout  # the attach jail
     on_argv, off_argv = shlex.split(on_lines[1]), shlex.split(off_lines[1])
     assert "--disable-userns" not in on_argv and "--disable-userns" in off_argv
     off_argv.remove("--disable-userns")
