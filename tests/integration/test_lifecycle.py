@@ -88,7 +88,9 @@ def test_terminal_hangup_ends_the_attach_jail_and_stop_the_session_jail(host, al
 
 def test_session_false_execs_bwrap_directly_and_dies_with_the_caller(host, alice):
     s = new_session()
-    conf = host.config_variant({"pam": "session = false"})
+    # network = host: an isolated jail keeps a root parent to attach its
+    # network (test_network.py runs one without a PAM session).
+    conf = host.config_variant({"pam": "session = false", "jail": "network = host"})
     caller = start_sleeping_jail(host, alice, s, config=conf)
     # no waiting root parent: the caller's child is bwrap itself
     assert not host.helper_pids()
