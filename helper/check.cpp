@@ -7,6 +7,7 @@
 #include "launch.hpp"
 #include "log.hpp"
 #include "nested_check.hpp"
+#include "net.hpp"
 #include "pam_session.hpp"
 #include "plan.hpp"
 #include "proc_decision.hpp"
@@ -19,12 +20,56 @@
 namespace clihost {
 namespace {
 
-// A real jail running command (our own, fixed) as the tenant, without a PAM session.
+// A real jail running command (our own, fixed) as the tenant, without a PAM
+// session, on the host's network (the network section tries the isolated one).
 bool trial_jail(const Prepared& p, const std::vector<std::string>& command) {
     Policy policy = p.policy();
     policy.allow_caller_command = true;  // our own fixed command, not the caller's
+    policy.network = NetworkMode::host;
     auto plan = build_plan(policy, *p.tenant, {JailAction::command, "check", command}, p.probe, {}, {});
     return plan && capture_jail(plan.value(), 0).status == 0;
+}
+
+// network = isolated needs slirp4netns, the group, /dev/net/tun and the
+// host-address rules; each is proven for real (as the tenant, or as nobody
+// without one), and with a tenant an isolated jail is started for real.
+template <class Line, class Problem>
+void network_section(const Prepared& p, bool can_start, Line line, Problem problem) {
+    const Policy& policy = p.policy();
+    if (policy.network == NetworkMode::host) {
+        line("network", "host (WARNING: the jails share the host's network: services on its loopback and addresses, "
+                        "other tenants' listeners and abstract sockets are reachable from them, and they can take "
+                        "the host's ports)");
+        return;
+    }
+    line("network", "isolated (a namespace of each jail's own, outbound only through slirp4netns)");
+    bool ok = true;
+    auto bad = [&](const std::string& k, const std::string& v) {
+        problem(k, v);
+        ok = false;
+    };
+    if (auto st = check_trusted_executable("slirp4netns", std::string(kSlirp)); !st) bad("slirp4netns", st.error().message);
+    else line("slirp4netns", std::string(kSlirp) + ": ok (root-owned, not writable by group/others)");
+    auto net = user_net_creds(p.probe_creds().uid);
+    if (!net) {
+        bad("network group", net.error().message);
+        return;
+    }
+    line("network group", std::string(kNetGroup) + ": ok (gid " + std::to_string(net.value().gid) + ")");
+    if (auto st = tun_usable(net.value()); !st) bad("/dev/net/tun", st.error().message);
+    else line("/dev/net/tun", "ok (the jails' network process can open it)");
+    if (auto st = host_addresses_blocked(net.value()); !st) bad("host-address rules", st.error().message);
+    else line("host-address rules", "ok (the group " + std::string(kNetGroup) +
+                                        " is refused the host's loopback and own addresses)");
+    if (!p.tenant || !ok || !can_start) return;
+    Policy trial = policy;
+    trial.allow_caller_command = true;  // our own fixed command, not the caller's
+    auto plan = build_plan(trial, *p.tenant, {JailAction::command, "check", {"/bin/true"}}, p.probe, {}, {});
+    if (!plan) return bad("network trial", plan.error().message);
+    auto ran = run_supervised(plan.value(), nullptr, &net.value());
+    if (!ran) bad("network trial", ran.error().message);
+    else if (ran.value() != 0) bad("network trial", "an isolated jail exited with status " + std::to_string(ran.value()));
+    else line("network trial", "ok (/bin/true ran in an isolated jail with slirp4netns as " + p.tenant->account.name + ")");
 }
 
 }  // namespace
@@ -88,6 +133,7 @@ int do_check(const Prepared& p, const StartState& start) {
     } else {
         line("proc", "ok (" + proc.value().source() + ")");
     }
+    network_section(p, can_start, line, problem);
     // An open route around the jail fails check too (routes.hpp).
     const bool closed = routes::report_for_check(policy, p.tenant ? &p.tenant->account : nullptr, r);
     if (const auto sink = probe_audit_sink(); sink.ok) line("audit log", sink.detail); else problem("audit log", sink.detail);

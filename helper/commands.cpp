@@ -6,12 +6,14 @@
 
 #include <cstdio>
 #include <ctime>
+#include <optional>
 
 #include "check.hpp"
 #include "cli.hpp"
 #include "config_file.hpp"
 #include "launch.hpp"
 #include "log.hpp"
+#include "net.hpp"
 #include "pam_session.hpp"
 #include "plan.hpp"
 #include "probe.hpp"
@@ -140,9 +142,24 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
         if (!p.policy().pam_session) out.append(", no PAM session");
         else if (req.action == JailAction::attach) out.append(", PAM account check ").append(p.policy().pam_service);
         else out.append(", PAM session ").append(p.policy().pam_service).append(" (its pam_env variables are added at launch)");
-        out.append(", nested sandbox ").append(pl.nested_sandbox ? "allowed" : "not allowed").append("\n");
+        out.append(", nested sandbox ").append(pl.nested_sandbox ? "allowed" : "not allowed");
+        out.append(", network ").append(jail_net_name(pl.net)).append("\n");
         for (const auto& w : pl.warnings) out.append("# warning: ").append(w).append("\n");
         out += render(pl);
+        if (pl.net == JailNet::isolated) {
+            // The user-mode network, as the root parent starts it once bwrap
+            // has made the namespace (net.hpp), and the resolv.conf bwrap copies.
+            out.append("# network: run as uid ").append(std::to_string(pl.creds.uid)).append(" with group ");
+            out.append(kNetGroup).append(" only, on the jail's namespaces:\n#  ");
+            for (const auto& a : pl.net_argv) out.append(" ").append(shell_quote(a));
+            out.append("\n# /etc/resolv.conf in the jail (fd ").append(std::to_string(kResolvFd)).append("):\n");
+            std::size_t at = 0;
+            while (at < pl.resolv_conf.size()) {
+                const auto nl = pl.resolv_conf.find('\n', at);
+                out.append("#   ").append(pl.resolv_conf.substr(at, nl - at)).append("\n");
+                at = nl == std::string::npos ? pl.resolv_conf.size() : nl + 1;
+            }
+        }
     }
     const bool written = std::fputs(out.c_str(), stdout) >= 0;
     log::audit("allow", "plan printed");
@@ -165,10 +182,22 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start)
     }
     auto attach = plan_for(p, start, {JailAction::attach, *cl.session, {}});
     if (!attach) return refuse(attach.error());
-    auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
+    const SessionStart wanted{policy, *p.tenant, p.probe, start.caller_env, p.caller.name};
+    auto jail = ensure_session_jail(wanted);
     if (!jail) return refuse(jail.error());
     log::audit("allow", "attach to the session jail of supervisor " + std::to_string(jail.value().pid));
-    exec_jail(attach.value(), start.parent);
+    const int status = run_attach_jail(attach.value());
+    // tmux's "no server running" (exit 1), from a session jail that was
+    // ending as we found it (its last session had just been killed or had
+    // exited, and its record was still there): no server answers, and its
+    // supervisor ends within moments. Then start a new one and attach
+    // again, once. Any other failure is returned as it is.
+    if (status != 1 || tmux_server_answers(attach.value()) || !session_jail_ended(jail.value(), 3000)) return status;
+    jail = ensure_session_jail(wanted);
+    if (!jail) return refuse(jail.error());
+    log::audit("allow", "attach to the session jail of supervisor " + std::to_string(jail.value().pid) +
+                            " (the one found had just ended)");
+    return run_attach_jail(attach.value());
 }
 
 // run -- COMMAND: a one-off jail of its own, never the session jail.
@@ -178,11 +207,26 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
     if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
     if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
     const Request req{JailAction::command, *cl.session, cl.command};
+    // network = isolated: its prerequisites proven first (exit 3 if one is
+    // missing), and a root parent stays to attach the network.
+    std::optional<TenantCreds> net;
+    if (policy.network == NetworkMode::isolated) {
+        auto creds = require_isolation(p.tenant->account.uid);
+        if (!creds) return refuse(creds.error());
+        net = creds.value();
+    }
     if (!policy.pam_session) {
         auto plan = plan_for(p, start, req);
         if (!plan) return refuse(plan.error());
-        log::audit("allow", "exec bwrap, /proc " + plan.value().proc_source + ", no PAM session");
-        exec_jail(plan.value(), start.parent);
+        if (!net) {
+            log::audit("allow", "exec bwrap, /proc " + plan.value().proc_source + ", network host, no PAM session");
+            exec_jail(plan.value(), start.parent);
+        }
+        log::audit("allow", "starting bwrap, /proc " + plan.value().proc_source + ", network isolated, no PAM session");
+        auto status = run_supervised(plan.value(), nullptr, &*net);
+        if (!status) return refuse(status.error());
+        log::audit("exit", "jail exited with status " + std::to_string(status.value()));
+        return status.value();
     }
     if (auto st = check_pam_service(policy.pam_service); !st) return refuse(st.error());
     if (auto st = block_relayed_signals(); !st) return refuse(st.error());
@@ -190,8 +234,9 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
     if (!pam) return refuse(pam.error());
     auto plan = plan_for(p, start, req, pam.value()->environment());
     if (!plan) return refuse(plan.error());  // the session closes as pam goes out of scope
-    log::audit("allow", "PAM session open, starting bwrap, /proc " + plan.value().proc_source);
-    auto status = run_supervised(plan.value(), *pam.value());
+    log::audit("allow", "PAM session open, starting bwrap, /proc " + plan.value().proc_source + ", network " +
+                            std::string(jail_net_name(plan.value().net)));
+    auto status = run_supervised(plan.value(), pam.value().get(), net ? &*net : nullptr);
     if (!status) return refuse(status.error());
     log::audit("exit", "jail exited with status " + std::to_string(status.value()) + ", PAM session closed");
     return status.value();

@@ -176,6 +176,12 @@ Result<Unit> apply(Policy& p, std::string_view section, std::string_view key, st
         }
         if (key == "allow_caller_command") return set_bool(p.allow_caller_command);
         if (key == "nested_sandbox") return set_bool(p.nested_sandbox);
+        if (key == "network") {
+            if (v == "isolated") p.network = NetworkMode::isolated;
+            else if (v == "host") p.network = NetworkMode::host;
+            else return fail(Exit::host, "network must be isolated or host");
+            return ok_status();
+        }
         if (key == "extra_env") return set_list(parse_env_names(v), p.extra_env);
     } else if (section == "pam") {
         if (key == "service") {
@@ -190,6 +196,10 @@ Result<Unit> apply(Policy& p, std::string_view section, std::string_view key, st
 }
 
 }  // namespace
+
+std::string_view network_mode_name(NetworkMode mode) {
+    return mode == NetworkMode::isolated ? "isolated" : "host";
+}
 
 std::string_view proc_mode_name(ProcMode mode) {
     switch (mode) {

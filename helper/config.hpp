@@ -19,6 +19,13 @@ enum class ProcMode { private_only, private_or_hidepid, inherit };
 
 std::string_view proc_mode_name(ProcMode mode);
 
+// The network of the session jail and of one-off jails (client jails never
+// have one). isolated: a network namespace of the jail's own with
+// outbound-only user-mode networking (net.hpp); host: the host's, shared.
+enum class NetworkMode { isolated, host };
+
+std::string_view network_mode_name(NetworkMode mode);
+
 // Size of each tmpfs of a jail (bwrap --size). tmpfs's own default is half
 // of the host's RAM, per mount, shared by all tenants: one tenant filling
 // /tmp would take the host's memory. 0 would mean "no limit" to tmpfs, so
@@ -48,6 +55,10 @@ struct Policy {
     // bubblewrap sandboxes) can create nested user namespaces. More kernel
     // surface (SECURITY.md, "Nested sandboxes"), hence off by default.
     bool nested_sandbox{false};
+    // isolated by default: with the host's network a jail reaches every
+    // service bound on the host's loopback and addresses (other tenants'
+    // ttyd, abstract sockets, sshd) and can squat their ports.
+    NetworkMode network{NetworkMode::isolated};
     std::vector<std::string> extra_env{"TERM", "LANG", "LC_ALL", "COLORTERM"};
     // The shell tmux starts inside the jail (it becomes SHELL, which tmux's
     // default-shell follows). Empty: the tenant's login shell. Setting it

@@ -20,6 +20,7 @@
 
 #include "fault.hpp"
 #include "log.hpp"
+#include "net.hpp"
 #include "probe.hpp"
 #include "proc_decision.hpp"
 #include "seccomp_filter.hpp"
@@ -88,8 +89,16 @@ Status prove_private_proc(const Plan& plan) {
     return judge_trial(trial_namespaces(plan.creds.uid, plan.creds.gid));
 }
 
+// The descriptors a jail's bwrap gets besides its seccomp program (-1: none).
+struct JailFds {
+    int status{-1};  // kStatusFd: --json-status-fd (one-off jails)
+    int info{-1};    // kInfoFd: --info-fd (isolated jails)
+    int block{-1};   // kBlockFd: --block-fd (isolated jails)
+    int resolv{-1};  // kResolvFd: the jail's resolv.conf (isolated jails)
+};
+
 // Already the tenant: hand exactly the planned descriptors to bwrap and exec it.
-Error exec_bwrap(const Plan& plan, int status_fd = -1) {
+Error exec_bwrap(const Plan& plan, const JailFds& fds = {}) {
     // Descriptors opened since start-up (syslog, PAM modules, NSS) must not
     // reach the jail: mark every fd above 2 close-on-exec.
     if (::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) != 0)
@@ -100,9 +109,20 @@ Error exec_bwrap(const Plan& plan, int status_fd = -1) {
     if (!program) return program.error();
     if (::dup2(program.value().get(), kSeccompFd) != kSeccompFd || ::fcntl(kSeccompFd, F_SETFD, 0) != 0)
         return fail(Exit::internal, "cannot place the seccomp program");
-    // The status pipe, where the plan names it (bwrap --json-status-fd).
-    if (status_fd >= 0 && (::dup2(status_fd, kStatusFd) != kStatusFd || ::fcntl(kStatusFd, F_SETFD, 0) != 0))
-        return fail(Exit::internal, "cannot place bwrap's status pipe");
+    // The others where the plan names them. Copied above every target first:
+    // a source may sit on another one's target number.
+    const std::pair<int, int> wanted[] = {{fds.status, kStatusFd}, {fds.info, kInfoFd}, {fds.block, kBlockFd},
+                                          {fds.resolv, kResolvFd}};
+    std::vector<std::pair<int, int>> high;
+    for (const auto& [fd, at] : wanted) {
+        if (fd < 0) continue;
+        const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, kResolvFd + 1);
+        if (copy < 0) return fail(Exit::internal, "cannot place bwrap's descriptors");
+        high.emplace_back(copy, at);
+    }
+    for (const auto& [copy, at] : high)
+        if (::dup2(copy, at) != at || ::fcntl(at, F_SETFD, 0) != 0)
+            return fail(Exit::internal, "cannot place bwrap's descriptors");
     // The helper ignored these for itself (sanitize_process, the waiting
     // parents); the jail gets the default dispositions back.
     for (int sig : {SIGXFSZ, SIGTTOU, SIGTTIN, SIGTSTP})
@@ -149,7 +169,7 @@ bool await_watcher(int fd) {
 // a session of its own; a one-off jail stays on the caller's terminal in a
 // process group of its own, and waits until the watcher has left the
 // terminal's session (see watch_jail) before anything of the jail runs.
-[[noreturn]] void bwrap_child(const Plan& plan, pid_t watcher, int stderr_fd, int go_fd, int status_fd) noexcept {
+[[noreturn]] void bwrap_child(const Plan& plan, pid_t watcher, int stderr_fd, int go_fd, const JailFds& fds) noexcept {
     Error e{Exit::internal, "cannot tie the jail to its parent"};
     try {
         const bool session = plan.own_session;
@@ -162,7 +182,7 @@ bool await_watcher(int fd) {
         } else if (stderr_fd >= 0 && ::dup2(stderr_fd, 2) != 2) {
             e = fail(Exit::internal, "cannot redirect the jail's stderr");
         } else {
-            e = exec_bwrap(plan, status_fd);
+            e = exec_bwrap(plan, fds);
         }
         report_tenant_failure(e);
     } catch (...) {
@@ -217,6 +237,39 @@ Status wait_for_server(const std::string& socket, pid_t bwrap, int stderr_memfd)
     return fail(Exit::host, "the session jail's tmux server did not start within " + std::to_string(kStartSeconds) + " s");
 }
 
+// The jail child's pid, from bwrap's --info-fd JSON ({"child-pid": N, ...}),
+// or 0 if bwrap ended (end of file) or said nothing within the deadline.
+pid_t read_child_pid(int info_fd) {
+    std::string text;
+    const auto deadline = std::time(nullptr) + kStartSeconds;
+    while (text.find('}') == std::string::npos && text.size() < 4096) {
+        const auto left = deadline - std::time(nullptr);
+        pollfd p{info_fd, POLLIN, 0};
+        const int r = left < 0 ? 0 : ::poll(&p, 1, static_cast<int>(left * 1000 + 100));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return 0;
+        char buf[512];
+        const ssize_t n = ::read(info_fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return 0;
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    const auto key = text.find("\"child-pid\":");
+    if (key == std::string::npos) return 0;
+    const long pid = std::strtol(text.c_str() + key + 12, nullptr, 10);
+    return pid > 1 ? static_cast<pid_t>(pid) : 0;
+}
+
+// The jail's resolv.conf, as bwrap --ro-bind-data reads it (from offset 0).
+UniqueFd resolv_conf_fd(const std::string& text) {
+    UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, "clihost-jail-resolv", MFD_CLOEXEC)));
+    if (!fd.valid()) return fd;
+    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+        ::lseek(fd.get(), 0, SEEK_SET) != 0)
+        fd.reset();
+    return fd;
+}
+
 // The watcher, between a root process and bwrap: the tenant, unprivileged,
 // not dumpable, a subreaper. Its parent's death (even by SIGKILL) reaches
 // it as SIGHUP, which it relays like any other: bwrap dies, and whatever
@@ -224,8 +277,9 @@ Status wait_for_server(const std::string& socket, pid_t bwrap, int stderr_memfd)
 // --die-with-parent) is re-parented to the watcher and SIGKILLed.
 // For the session jail it first makes the socket directory and reports on
 // `ready_fd` once the tmux server is up. Returns its exit status.
-int watch_jail(const Plan& plan, int ready_fd) {
+int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
     const bool session = plan.action == JailAction::serve;
+    const bool isolated = plan.net == JailNet::isolated;
     auto failed = [&](const Error& e) {
         if (ready_fd >= 0) write_report(ready_fd, e);
         else report_tenant_failure(e);
@@ -254,12 +308,38 @@ int watch_jail(const Plan& plan, int ready_fd) {
     const bool reports_status = plan.reports_status;
     if (!session && ::pipe2(go, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
     if (reports_status && ::pipe2(status, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
+    // An isolated jail: bwrap says its child's pid on `info` and waits on
+    // `block` until our root parent has attached the network (net.hpp).
+    int info[2] = {-1, -1};
+    int block[2] = {-1, -1};
+    UniqueFd resolv;
+    if (isolated) {
+        if (net_fd < 0) return failed(fail(Exit::internal, "an isolated jail needs its network channel"));
+        if (::pipe2(info, O_CLOEXEC) != 0 || ::pipe2(block, O_CLOEXEC) != 0)
+            return failed(fail(Exit::internal, "pipe failed"));
+        resolv = resolv_conf_fd(plan.resolv_conf);
+        if (!resolv.valid()) return failed(fail(Exit::internal, "cannot prepare the jail's resolv.conf"));
+    }
     const pid_t self = ::getpid();
     const pid_t bwrap = fault::fail("fork_bwrap") ? -1 : ::fork();
     if (bwrap < 0) return failed(fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno)));
-    if (bwrap == 0) bwrap_child(plan, self, stderr_memfd.get(), go[0], status[1]);
+    if (bwrap == 0) bwrap_child(plan, self, stderr_memfd.get(), go[0], {status[1], info[1], block[0], resolv.get()});
     if (reports_status) ::close(status[1]);
     const UniqueFd status_read(status[0]);
+    const UniqueFd info_read(info[0]);
+    UniqueFd block_write(block[1]);
+    if (isolated) {
+        ::close(info[1]);
+        ::close(block[0]);
+        resolv.reset();
+        // A bwrap that died before reading the go-ahead must not kill us
+        // with SIGPIPE: we report instead (bwrap has its own dispositions).
+        if (::signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+            ::kill(bwrap, SIGKILL);
+            (void)supervise(bwrap);
+            return failed(fail(Exit::internal, "cannot ignore SIGPIPE"));
+        }
+    }
     if (!session) {
         ::close(go[0]);
         const bool left = ::setsid() >= 0 && ::write(go[1], "g", 1) == 1;
@@ -269,6 +349,29 @@ int watch_jail(const Plan& plan, int ready_fd) {
             (void)supervise(bwrap);
             return failed(fail(Exit::internal, "the jail's watcher cannot leave the caller's session"));
         }
+    }
+    if (isolated) {
+        // The jail's command starts only once its network is up: never
+        // with the host's, and never before slirp4netns is attached.
+        // No pid: bwrap ended before it made the jail, and the paths below
+        // report that from its status. Else the namespaces go to our root
+        // parent, which attaches slirp4netns and says go, or reports why not.
+        const pid_t child = read_child_pid(info_read.get());
+        const UniqueFd bwrap_pidfd(static_cast<int>(::syscall(SYS_pidfd_open, bwrap, 0)));
+        Status attached = ok_status();
+        if (child > 0 && !bwrap_pidfd.valid()) attached = fail(Exit::internal, "pidfd_open failed");
+        else if (child > 0) attached = send_namespaces(net_fd, child, 2 * kStartSeconds, bwrap_pidfd.get());
+        ::close(net_fd);
+        const bool ended = !attached && attached.error().message == kJailEndedEarly;
+        if (!attached && !ended) {
+            ::kill(bwrap, SIGKILL);
+            (void)supervise(bwrap);
+            return static_cast<int>(attached.error().code);
+        }
+        // A bwrap that failed during its setup no longer reads this (EPIPE):
+        // its exit status and message are reported below like any other.
+        if (child > 0 && !ended) (void)!::write(block_write.get(), "g", 1);
+        block_write.reset();
     }
     if (session) {
         const Status up = wait_for_server(socket, bwrap, stderr_memfd.get());
@@ -286,10 +389,15 @@ int watch_jail(const Plan& plan, int ready_fd) {
     return exit_status_of(st);
 }
 
-pid_t fork_watcher(const Plan& plan, int ready_fd) {
+// `parents_end`: the root parent's end of the network channel, closed here
+// so that the parent's death reads as end of file on ours.
+pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end) {
     const pid_t self = ::getpid();
     const pid_t child = fault::fail("fork") ? -1 : ::fork();
-    if (child == 0) run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, ready_fd); });
+    if (child == 0) {
+        if (parents_end >= 0) ::close(parents_end);
+        run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, ready_fd, net_fd); });
+    }
     return child;
 }
 
@@ -365,13 +473,15 @@ Status prepare_socket_dir(const std::string& home_path, uid_t uid) {
 void exec_jail(const Plan& plan, pid_t expected_parent) noexcept {
     run_as_tenant(plan.creds, expected_parent, SIGKILL, [&] {
         const Error e = [&] {
+            // Nobody here would attach its network: it needs a watcher.
+            if (plan.net == JailNet::isolated) return fail(Exit::internal, "an isolated jail cannot be exec'd directly");
             if (auto st = prove_private_proc(plan); !st) return st.error();
             // Nobody waits here to read a one-off jail's status: bwrap's
             // --json-status-fd writes it to /dev/null.
             if (!plan.reports_status) return exec_bwrap(plan);
             const UniqueFd null(::open("/dev/null", O_WRONLY | O_CLOEXEC));
             if (!null.valid()) return fail(Exit::internal, "cannot open /dev/null");
-            return exec_bwrap(plan, null.get());
+            return exec_bwrap(plan, {null.get()});
         }();
         report_tenant_failure(e);
         return static_cast<int>(e.code);
@@ -445,45 +555,111 @@ int exit_status_of(int status) {
     return static_cast<int>(Exit::internal);
 }
 
-Result<int> run_supervised(const Plan& plan, PamSession& pam) {
+Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net) {
+    auto close_pam = [&] {
+        if (pam == nullptr) return;
+        const auto closed = pam->close();
+        if (!closed) log::refuse("fail", closed.error().message);
+    };
+    auto refused = [&](const Error& e) -> Result<int> {
+        close_pam();
+        return e;
+    };
+    if (plan.net == JailNet::isolated && net == nullptr)
+        return refused(fail(Exit::internal, "an isolated jail needs its network's credentials"));
     // Block the relayed signals before forking so none is lost between fork
     // and the wait loop (block_relayed_signals did so already before PAM).
-    if (auto st = block_relayed_signals(); !st) {
-        (void)pam.close();
-        return st.error();
-    }
-    if (auto st = ignore_terminal_stops(); !st) {
-        (void)pam.close();
-        return st.error();
-    }
+    if (auto st = block_relayed_signals(); !st) return refused(st.error());
+    if (auto st = ignore_terminal_stops(); !st) return refused(st.error());
     // Subreaper: should the watcher die first (the tenant may kill its own
     // processes), what it leaves of the jail comes to us, so the PAM session
     // is closed only once every process of the jail is gone.
-    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
-        (void)pam.close();
-        return fail(Exit::internal, "cannot become the jail's subreaper");
-    }
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+        return refused(fail(Exit::internal, "cannot become the jail's subreaper"));
+    int chan[2] = {-1, -1};
+    if (plan.net == JailNet::isolated && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
+        return refused(fail(Exit::internal, "socketpair failed"));
+    UniqueFd ours(chan[0]);
     // The jail takes the terminal's foreground (leave_process_group); the
     // caller (a shell, say) gets it back afterwards, as a shell's job
     // control would give it back, or it could no longer read its terminal.
     const bool had_foreground = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
-    const pid_t child = fork_watcher(plan, -1);
-    if (child < 0) {
-        const std::string why = std::strerror(errno);
-        (void)pam.close();
-        return fail(Exit::internal, "fork failed: " + why);
+    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0]);
+    const int fork_errno = errno;
+    if (chan[1] >= 0) ::close(chan[1]);
+    if (child < 0) return refused(fail(Exit::internal, std::string("fork failed: ") + std::strerror(fork_errno)));
+    // An isolated jail's network, attached while bwrap waits; held (its
+    // exit pipe) until the jail is gone, then SIGKILLed by supervise().
+    Result<UserNet> user_net = UserNet{};
+    if (plan.net == JailNet::isolated) {
+        user_net = attach_user_net(ours.get(), *net, kStartSeconds);
+        ours.reset();
+        if (!user_net && user_net.error().message != kJailEndedEarly) {
+            ::kill(child, SIGKILL);
+            (void)supervise(child);
+            if (had_foreground) (void)::tcsetpgrp(0, ::getpgrp());
+            return refused(user_net.error());
+        }
+        // A jail that ended before its network was attached said why itself.
     }
     const int status = supervise(child);
     if (had_foreground) (void)::tcsetpgrp(0, ::getpgrp());  // SIGTTOU is ignored here
-    const auto closed = pam.close();
-    if (!closed) log::refuse("fail", closed.error().message);
+    close_pam();
     return exit_status_of(status);
 }
 
-Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd) {
+bool tmux_server_answers(const Plan& plan) {
+    const std::string socket = plan.socket_dir + "/clihost.sock";
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (socket.size() >= sizeof addr.sun_path) return false;
+    std::memcpy(addr.sun_path, socket.c_str(), socket.size() + 1);
+    const pid_t self = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) return false;
+    if (pid == 0)
+        run_as_tenant(plan.creds, self, SIGKILL, [&]() noexcept {
+            const UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+            return s.valid() && ::connect(s.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 ? 0 : 1;
+        });
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return false;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int run_attach_jail(const Plan& plan) {
+    // As run_supervised: nothing relayed is lost between fork and the wait,
+    // the terminal's stop keys do not stop us, and what bwrap leaves is ours.
+    if (!block_relayed_signals() || !ignore_terminal_stops() || ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+        log::refuse("fail", "cannot set up the attach jail's parent");
+        return static_cast<int>(Exit::internal);
+    }
+    const bool had_foreground = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
+    const pid_t self = ::getpid();
+    const pid_t child = fault::fail("fork") ? -1 : ::fork();
+    if (child == 0) {
+        // A process group of its own, with the terminal's foreground: no
+        // jail process shares a group with this root process (guarantee 19).
+        if (!leave_process_group()) {
+            report_tenant_failure(fail(Exit::internal, "cannot give the jail a process group of its own"));
+            ::_exit(static_cast<int>(Exit::internal));
+        }
+        exec_jail(plan, self);
+    }
+    if (child < 0) {
+        log::refuse("fail", std::string("fork failed: ") + std::strerror(errno));
+        return static_cast<int>(Exit::internal);
+    }
+    const int status = supervise(child);
+    if (had_foreground) (void)::tcsetpgrp(0, ::getpgrp());  // SIGTTOU is ignored here
+    return exit_status_of(status);
+}
+
+Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end) {
     if (auto st = block_relayed_signals(); !st) return st.error();
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return fail(Exit::internal, "cannot become the jail's subreaper");
-    const pid_t child = fork_watcher(plan, ready_fd);
+    const pid_t child = fork_watcher(plan, ready_fd, net_fd, parents_end);
     if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
     return child;
 }

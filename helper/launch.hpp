@@ -29,6 +29,19 @@ Status prepare_socket_dir(const std::string& home, uid_t uid);
 // read before any fork). Never returns: a failure is logged and exits.
 [[noreturn]] void exec_jail(const Plan& plan, pid_t expected_parent) noexcept;
 
+// A connection's attach jail, under this process, which waits and relays
+// HUP/INT/QUIT/TERM to it: ttyd ends a connection with SIGHUP to the
+// helper's process group, and a ttyd run by a non-root proxy may signal
+// this process (its real uid is the proxy's) but never the tenant's bwrap.
+// The jail gets a process group of its own with the terminal's foreground.
+// Returns the exit status to hand to our caller.
+int run_attach_jail(const Plan& plan);
+
+// Whether the tenant's tmux server accepts a connection on the plan's
+// socket, asked by a child that became the tenant (root never connects to a
+// path in a tenant's home).
+bool tmux_server_answers(const Plan& plan);
+
 // Block the relayed signals (and SIGCHLD) from before the PAM session opens:
 // one arriving meanwhile stays pending and is relayed by the waiting parent,
 // so the session is always closed (not left open by a default-action death).
@@ -41,13 +54,18 @@ sigset_t relayed_signals();
 // A one-off jail with a PAM session: fork a watcher that becomes the tenant
 // and forks and execs bwrap, wait in the parent (relaying signals), then
 // close the session. Returns the exit status to hand to our caller.
-Result<int> run_supervised(const Plan& plan, PamSession& pam);
+// An isolated jail (plan.net) also gets its network, as `net` (net.hpp).
+// `pam` may be null (session = false).
+Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net);
 
 // The session jail's watcher, forked by its supervisor: the tenant makes
 // the tmux socket directory, starts bwrap (in a session of its own) and
 // writes one line to `ready_fd` once the tmux server accepts connections
 // ("ok") or it failed ("fail CODE MESSAGE"). Returns the watcher's pid.
-Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd);
+// An isolated jail's watcher hands its namespaces over on `net_fd`
+// (attach_user_net, net.hpp), and closes `parents_end`, the caller's end of
+// that channel; both -1 otherwise.
+Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end);
 
 // Waits for `child` with relayed_signals() blocked: relays each signal to
 // it, reaps everything re-parented to us, and SIGKILLs what is left once the

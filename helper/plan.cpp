@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "cli.hpp"
+#include "net.hpp"
 #include "proc_decision.hpp"
 #include "seccomp_filter.hpp"
 
@@ -37,6 +38,15 @@ std::string_view jail_action_name(JailAction action) {
         case JailAction::kill_session: return "kill";
         case JailAction::list_sessions: return "list";
         case JailAction::command: return "command";
+    }
+    return "?";
+}
+
+std::string_view jail_net_name(JailNet net) {
+    switch (net) {
+        case JailNet::none: return "none";
+        case JailNet::host: return "host";
+        case JailNet::isolated: return "isolated";
     }
     return "?";
 }
@@ -128,7 +138,11 @@ std::vector<std::string> render_bwrap_argv(const Plan& plan) {
     std::vector<std::string> a{plan.bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc"};
     // A client jail reaches the session jail through the socket's path
     // (path sockets do not depend on the network namespace) and nothing else.
-    if (!plan.network) a.emplace_back("--unshare-net");
+    // An isolated jail's network namespace has only slirp4netns's link to
+    // the outside, attached (net.hpp) while bwrap waits on kBlockFd.
+    if (plan.net != JailNet::host) a.emplace_back("--unshare-net");
+    if (plan.net == JailNet::isolated)
+        a.insert(a.end(), {"--info-fd", std::to_string(kInfoFd), "--block-fd", std::to_string(kBlockFd)});
     // No nested user namespaces unless the operator allows them for the
     // tenants' own sandboxes: each one hands the tenant "root" over new
     // namespaces and reaches kernel code (netfilter, mount, fs contexts) that
@@ -158,6 +172,7 @@ std::vector<std::string> render_bwrap_argv(const Plan& plan) {
             case Mount::Kind::dev: a.insert(a.end(), {"--dev", m.dest}); break;
             case Mount::Kind::remount_ro: a.insert(a.end(), {"--remount-ro", m.dest}); break;
             case Mount::Kind::proc: a.insert(a.end(), {"--proc", m.dest}); break;
+            case Mount::Kind::resolv_conf: a.insert(a.end(), {"--ro-bind-data", std::to_string(kResolvFd), m.dest}); break;
             case Mount::Kind::tmpfs:
                 // bwrap applies --size to the next --tmpfs only.
                 if (m.size != 0) a.insert(a.end(), {"--size", std::to_string(m.size)});
@@ -226,7 +241,16 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     plan.creds = creds_of(tenant);
     plan.home = t.home;
     plan.bwrap = policy.bwrap;
-    plan.network = !is_client_action(request.action);
+    plan.net = is_client_action(request.action) ? JailNet::none
+               : policy.network == NetworkMode::host ? JailNet::host
+                                                     : JailNet::isolated;
+    if (plan.net == JailNet::isolated) {
+        plan.net_argv = user_net_argv();
+        plan.resolv_conf = std::string(kJailResolvConf);
+    }
+    if (plan.net == JailNet::host)
+        plan.warnings.emplace_back("network = host: the jail shares the host's network (services on its loopback and "
+                                   "addresses, other tenants' listeners, abstract sockets)");
     plan.own_session = request.action == JailAction::serve;
     // The tenants' own sandboxes run where their work runs, never in a
     // client jail (a tmux client needs none).
@@ -238,7 +262,7 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
 
     plan.proc_source = proc.value().source();
     plan.trial_in_child = proc.value().prove_before_exec;
-    plan.warnings = proc.value().warnings;
+    plan.warnings.insert(plan.warnings.end(), proc.value().warnings.begin(), proc.value().warnings.end());
     // An inner bwrap writes its uid_map under /proc/self and mounts a procfs
     // of its own: neither works over the host's /proc bound read-only.
     if (plan.nested_sandbox && !proc.value().private_proc)
@@ -248,6 +272,11 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     plan.command =
         request.action == JailAction::command ? request.command : tmux_command(t, request.action, request.session);
     plan.mounts = plan_mounts(policy, t, probe, proc.value().private_proc);
+    // The host's resolv.conf may name a resolver on its loopback
+    // (127.0.0.53), which is not the jail's: slirp4netns's forwarder is.
+    // After the system binds (/etc), before the home.
+    if (plan.net == JailNet::isolated)
+        plan.mounts.insert(plan.mounts.end() - 1, Mount{Mount::Kind::resolv_conf, "", "/etc/resolv.conf"});
     plan.argv = render_bwrap_argv(plan);
     return plan;
 }

@@ -24,6 +24,20 @@ inline constexpr std::string_view kDefaultShell = "/bin/sh";
 // its "exit-code" line is written only when the command really ran, which
 // tells bwrap's own setup failure (exit 1, no such line) from the command's.
 inline constexpr int kStatusFd = 4;
+// An isolated jail's start-up (net.hpp): bwrap writes its child's pid on
+// kInfoFd (--info-fd), waits on kBlockFd (--block-fd) until the network is
+// attached, and copies the jail's resolv.conf from kResolvFd.
+inline constexpr int kInfoFd = 5;
+inline constexpr int kBlockFd = 6;
+inline constexpr int kResolvFd = 7;
+
+// A jail's network.
+enum class JailNet {
+    none,      // client jails: no network at all (--unshare-net)
+    host,      // network = host: the host's, shared
+    isolated,  // network = isolated: its own namespace with slirp4netns
+};
+std::string_view jail_net_name(JailNet net);
 
 // What a jail is for. It decides the jail's shape and command; the command
 // line's Verb does not (one `run` plans two jails: the session jail and the
@@ -51,7 +65,7 @@ struct Request {
 
 // One filesystem step of the jail, in bwrap's order.
 struct Mount {
-    enum class Kind { ro_bind, bind, symlink, dev, remount_ro, proc, tmpfs };
+    enum class Kind { ro_bind, bind, symlink, dev, remount_ro, proc, tmpfs, resolv_conf };
     Kind kind;
     std::string source;  // ro_bind/bind: the host path; symlink: the link's target
     std::string dest;
@@ -63,7 +77,9 @@ struct Plan {
     TenantCreds creds;                  // who runs it (dropped to and verified)
     std::string home;                   // the tenant's home, bound read-write, the cwd
     std::string bwrap;                  // absolute path, exec'd without PATH lookup
-    bool network{true};                 // false: no network at all (--unshare-net)
+    JailNet net{JailNet::none};
+    std::vector<std::string> net_argv;  // isolated: the user-mode network process (net.hpp)
+    std::string resolv_conf;            // isolated: the jail's /etc/resolv.conf
     bool own_session{false};            // a session of its own (--new-session)
     bool nested_sandbox{false};         // may create user namespaces (no --disable-userns)
     bool reports_status{false};         // --json-status-fd kStatusFd (one-off jails)

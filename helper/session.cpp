@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,9 +15,11 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <optional>
 
 #include "launch.hpp"
 #include "log.hpp"
+#include "net.hpp"
 #include "pam_session.hpp"
 
 namespace clihost {
@@ -70,7 +73,15 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
     if (!detach_stdio() || ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) != 0)
         return failed(fail(Exit::internal, "cannot detach the session jail's supervisor"));
     if (auto st = block_relayed_signals(); !st) return failed(st.error());
-    // 2. The PAM session, opened once for the session jail's lifetime.
+    // 2. An isolated network's prerequisites, proven (exit 3 if missing):
+    //    never a jail with half of its isolation.
+    std::optional<TenantCreds> net;
+    if (s.policy.network == NetworkMode::isolated) {
+        auto creds = require_isolation(t.uid);
+        if (!creds) return failed(creds.error());
+        net = creds.value();
+    }
+    // 3. The PAM session, opened once for the session jail's lifetime.
     std::unique_ptr<PamSession> pam;
     std::vector<std::string> pam_env;
     if (s.policy.pam_session) {
@@ -79,18 +90,33 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
         pam = std::move(opened).value();
         pam_env = pam->environment();
     }
-    // 3. The plan, with PAM's environment.
+    // 4. The plan, with PAM's environment.
     auto plan = build_plan(s.policy, s.tenant, Request{JailAction::serve, "", {}}, s.probe, s.caller_env, pam_env);
     if (!plan) return failed(plan.error());
     for (const auto& w : plan.value().warnings) log::audit("warn", w);
-    // 4. The watcher (the tenant) starts the jail and says when tmux is up.
+    // 5. The watcher (the tenant) starts the jail and says when tmux is up;
+    //    an isolated jail's network is attached before anything in it runs.
     int ready[2];
     if (::pipe2(ready, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
-    auto watcher = spawn_session_watcher(plan.value(), ready[1]);
+    int chan[2] = {-1, -1};
+    if (net && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
+        return failed(fail(Exit::internal, "socketpair failed"));
+    auto watcher = spawn_session_watcher(plan.value(), ready[1], chan[1], chan[0]);
     ::close(ready[1]);
-    Status up = watcher ? read_report(ready[0], kStartSeconds) : Status(watcher.error());
+    if (chan[1] >= 0) ::close(chan[1]);
+    Status up = watcher ? ok_status() : Status(watcher.error());
+    // Held until this process ends: its exit pipe ends slirp4netns with us.
+    UserNet user_net;
+    if (up && net) {
+        auto attached = attach_user_net(chan[0], *net, kStartSeconds);
+        if (attached) user_net = std::move(attached).value();
+        // A jail that ended by itself: the watcher's report says why.
+        else if (attached.error().message != kJailEndedEarly) up = attached.error();
+    }
+    if (chan[0] >= 0) ::close(chan[0]);
+    if (up) up = read_report(ready[0], kStartSeconds);
     ::close(ready[0]);
-    // 5. The record, once the jail is really up: then `run` may attach.
+    // 6. The record, once the jail is really up: then `run` may attach.
     SupervisorRecord rec{t.name, t.uid, ::getpid(), own_start_ticks().value_or(0), current_boot_id(),
                          static_cast<long long>(std::time(nullptr))};
     if (up && (rec.start_ticks == 0 || rec.boot_id.empty()))
@@ -104,10 +130,13 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
         return failed(up.error());
     }
     log::audit("allow", "session jail started, supervisor " + std::to_string(rec.pid) + ", /proc " +
-                            plan.value().proc_source + (pam ? ", PAM session open" : ", no PAM session"));
+                            plan.value().proc_source + ", network " +
+                            std::string(jail_net_name(plan.value().net)) +
+                            (net ? " (slirp4netns " + std::to_string(user_net.pid) + ")" : "") +
+                            (pam ? ", PAM session open" : ", no PAM session"));
     write_report(report_fd, ok_status());
     ::close(report_fd);
-    // 6. Wait for the jail to end (its last tmux session, `stop`, or the
+    // 7. Wait for the jail to end (its last tmux session, `stop`, or the
     //    watcher's death), relaying signals; then leave nothing behind.
     const int status = supervise(watcher.value());
     dir.remove_if(t.uid, rec.pid);
@@ -172,6 +201,15 @@ std::optional<SupervisorRecord> find_session_jail(uid_t uid) {
     auto r = dir.value().read(uid);
     if (!r || !record_is_live(*r)) return std::nullopt;
     return r;
+}
+
+bool session_jail_ended(const SupervisorRecord& r, int millis) {
+    const UniqueFd pidfd = open_supervisor(r);
+    if (!pidfd.valid()) return true;
+    pollfd p{pidfd.get(), POLLIN, 0};
+    int n;
+    while ((n = ::poll(&p, 1, millis)) < 0 && errno == EINTR) {}
+    return n == 1;
 }
 
 std::vector<SupervisorRecord> live_session_jails() {

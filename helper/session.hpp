@@ -38,6 +38,12 @@ Result<SupervisorRecord> ensure_session_jail(const SessionStart& start);
 // The live session jail of `uid`, if any (read-only).
 std::optional<SupervisorRecord> find_session_jail(uid_t uid);
 
+// Whether the session jail of record `r` has ended, or ends within
+// `millis`: its supervisor is gone. An attach that found no tmux server
+// raced with the end of that jail (its last session ended, and the record
+// was still there) when this says yes.
+bool session_jail_ended(const SupervisorRecord& r, int millis);
+
 // Every live session jail (read-only).
 std::vector<SupervisorRecord> live_session_jails();
 

@@ -13,7 +13,7 @@ top=$(pwd)
 [ "$(id -u)" -eq 0 ] || { echo "quickstart: run as root (sudo $0)" >&2; exit 2; }
 
 deps=(build-essential cmake pkg-config libpam0g-dev libcap-ng-dev libspdlog-dev libfmt-dev
-      bubblewrap tmux libpam-modules procps)
+      bubblewrap tmux libpam-modules procps slirp4netns nftables)
 "$top/install/ensure-packages.sh" "${deps[@]}"
 
 echo "== groups and demo tenants"
@@ -35,6 +35,19 @@ cmake --build "$build" -j"$(nproc)" >/dev/null
 cmake --install "$build" >/dev/null
 helper=/usr/libexec/clihost-jail/clihost-jail
 ls -l "$helper"
+
+echo "== network = isolated: the network group and the host-address rules"
+getent group clihost-jail-net >/dev/null || groupadd --system clihost-jail-net
+if [ -d /run/systemd/system ]; then
+  systemctl daemon-reload
+  systemctl enable --now clihost-jail-nft.service
+else
+  nft -f /usr/share/clihost-jail/clihost-jail.nft
+fi
+# slirp4netns opens /dev/net/tun as the tenant: Debian's udev makes it 0666;
+# a machine without udev (a minimal VM or container) has it 0600 root.
+[ -c /dev/net/tun ] || { mkdir -p /dev/net; mknod -m 0666 /dev/net/tun c 10 200; }
+[ "$(stat -c %a /dev/net/tun)" = 666 ] || chmod 0666 /dev/net/tun
 
 echo "== routes around the jail: closed"
 # The example policy leaves [jail] shell unset (the login shell): the demo

@@ -17,7 +17,8 @@ fi
 packages=(build-essential cmake pkg-config libpam0g-dev libcap-ng-dev libspdlog-dev libfmt-dev
           libgtest-dev libgmock-dev bubblewrap tmux sudo rsyslog python3 python3-pytest procps
           util-linux libpam-modules libpam-runtime passwd login
-          openssh-server openssh-client)  # test_routes.py: a real sshd, and check runs sshd -T
+          openssh-server openssh-client  # test_routes.py: a real sshd, and check runs sshd -T
+          slirp4netns nftables iproute2)  # network = isolated, and test_network.py's own test hosts
 "$top/install/ensure-packages.sh" "${packages[@]}"
 
 # Audit lines go to syslog (authpriv); the tests read them from auth.log.
@@ -25,6 +26,14 @@ if ! pgrep -x rsyslogd >/dev/null; then
   rsyslogd 2>/dev/null || true
   for _ in $(seq 50); do [ -S /dev/log ] && break; sleep 0.1; done
 fi
+
+# network = isolated (the default) needs what install/quickstart.sh and the
+# .deb set up (the group, the host-address rules) and what Debian's udev
+# gives every host: /dev/net/tun mode 0666 (these build machines have no udev).
+getent group clihost-jail-net >/dev/null || groupadd --system clihost-jail-net
+nft -f "$top/install/nftables/clihost-jail.nft"
+[ -c /dev/net/tun ] || { mkdir -p /dev/net; mknod -m 0666 /dev/net/tun c 10 200; }
+chmod 0666 /dev/net/tun
 
 build=${BUILD_DIR:-$top/build/ci}
 # The test build reads its default config from a test-only path, and keeps

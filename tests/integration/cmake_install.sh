@@ -67,6 +67,13 @@ check "sshd drop-in installed, mode 644, denies the tenant group" \
 check "pristine sshd drop-in in /usr/share/clihost-jail" \
   "cmp -s '$root/usr/share/clihost-jail/sshd_config.d/clihost-jail.conf' '$repo/install/sshd_config.d/clihost-jail.conf'"
 check "clihost-jail-close-routes installed executable" "[ -x '$root/usr/sbin/clihost-jail-close-routes' ]"
+# network = isolated: the host-address rules (the path the helper's messages
+# name) and the unit that loads them at boot.
+check "host-address rules in /usr/share/clihost-jail" \
+  "cmp -s '$root/usr/share/clihost-jail/clihost-jail.nft' '$repo/install/nftables/clihost-jail.nft'"
+check "the rules parse (nft -c)" "nft -c -f '$root/usr/share/clihost-jail/clihost-jail.nft'"
+check "their unit loads exactly that file" \
+  "grep -qx 'ExecStart=/usr/sbin/nft -f /usr/share/clihost-jail/clihost-jail.nft' '$root/usr/lib/systemd/system/clihost-jail-nft.service'"
 check "the installed PAM service loads no pam_systemd" "! grep -Ev '^[[:space:]]*(#|\$)' '$root/etc/pam.d/clihost-jail' | grep -q pam_systemd"
 check "sudoers drop-in shipped as an example" "[ -f '$root/usr/share/doc/clihost-jail/examples/sudoers.d/clihost-jail' ]"
 

@@ -60,6 +60,14 @@ check "groups clihost and clihost-tenants exist" "getent group clihost >/dev/nul
 check "helper is root:clihost 4750" "[ \"\$(stat -c '%U:%G %a' $helper)\" = 'root:clihost 4750' ]"
 check "mode is a dpkg statoverride" "dpkg-statoverride --list $helper | grep -q 'root clihost 4750'"
 check "man pages installed" "[ -f /usr/share/man/man8/clihost-jail.8 ] && [ -f /usr/share/man/man5/clihost-jail.conf.5 ]"
+# network = isolated: postinst creates the group and loads the rules (at boot:
+# the unit); without systemd here, postinst loads them itself.
+check "group clihost-jail-net exists" "getent group clihost-jail-net >/dev/null"
+check "the host-address rules and their unit are shipped" \
+  "cmp -s /usr/share/clihost-jail/clihost-jail.nft '$repo/install/nftables/clihost-jail.nft' && [ -f /usr/lib/systemd/system/clihost-jail-nft.service ]"
+check "postinst loaded the host-address rules" "nft list table inet clihost_jail | grep -q 'meta skgid'"
+check "the package depends on slirp4netns and nftables" \
+  "dpkg-deb -f '$deb' Depends | grep -q 'slirp4netns' && dpkg-deb -f '$deb' Depends | grep -q 'nftables'"
 dropin=/etc/ssh/sshd_config.d/clihost-jail.conf
 check "the sshd drop-in is installed and denies the tenant group" "grep -qx 'DenyGroups clihost-tenants' $dropin"
 # A tenant as the README creates one: nologin, cron/at/linger closed, and

@@ -135,8 +135,10 @@ def test_socket_dir_swapped_during_launches(host, alice, guard, alice_cache, tar
     path = os.path.join(host.home(alice), level)
     swapper = start_as(alice, ["/usr/bin/python3", "-c", SWAPPER, path, dest, "3"], stdout=subprocess.PIPE, text=True)
     sessions, outcomes = [], {"refused": 0, "vanished": 0, "tmux": 0, "tmux-no-socket": 0, "other": 0}
-    deadline = time.time() + 3
-    while time.time() < deadline:
+    # ~3 s, and at least 5 launches: an attach that found no tmux server
+    # waits up to 3 s for an ending session jail before it gives up.
+    deadline, cap = time.time() + 3, time.time() + 25
+    while (time.time() < deadline or len(sessions) < 5) and time.time() < cap:
         s = new_session()
         sessions.append(s)
         r = default_run(host, alice, s)
@@ -318,7 +320,9 @@ def test_untrusted_bwrap_is_refused(host, alice, payloads, restore_policy):
 
     def launch(bwrap):
         with open(TEST_CONFIG, "w") as f:
-            f.write(BASE_CONFIG + f"bwrap = {bwrap}\n")
+            # network = host: the fake ignores bwrap's --info-fd, through
+            # which an isolated jail's network is attached.
+            f.write(BASE_CONFIG + f"bwrap = {bwrap}\nnetwork = host\n")
         s = new_session()
         return spawn(host.jail(alice, "echo RAN", session=s)), s
 

@@ -2,6 +2,7 @@
 route around it is open (test_routes.py); print shows the exact plan,
 shell-quoted, and it is what run executes."""
 import os
+import pwd
 import shlex
 import subprocess
 
@@ -66,12 +67,25 @@ def test_print_is_the_exact_plan_and_runs_as_printed(host, alice):
     r = host.run_root([host.bin, "print", "--user", alice, "--session", s],
                       env={"TERM": "xterm", "TTYD_PASSWORD": "x"})
     assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
+    out = r.stdout.splitlines()
     # Two jails: the tenant's session jail (started if absent) and this
-    # connection's attach jail.
-    assert len(lines) == 4, lines
+    # connection's attach jail; each a header and its command line. The
+    # isolated session jail also shows its network (comment lines).
+    lines = [l for l in out if not l.startswith("#") or l.startswith("# clihost-jail plan:")]
+    assert len(lines) == 4, out
     assert lines[0].startswith(f"# clihost-jail plan: session jail, tenant {alice}, session {s}, /proc private")
+    assert lines[0].endswith(", network isolated"), lines[0]
     assert lines[2].startswith(f"# clihost-jail plan: attach jail, tenant {alice}, session {s}, /proc private")
+    assert lines[2].endswith(", network none"), lines[2]
+    net = out[out.index(lines[1]) + 1:out.index(lines[2])]
+    uid = pwd.getpwnam(alice).pw_uid
+    assert net == [f"# network: run as uid {uid} with group clihost-jail-net only, on the jail's namespaces:",
+                   "#   /usr/bin/slirp4netns --configure --mtu=65520 --disable-host-loopback --enable-ipv6 "
+                   "--enable-seccomp --ready-fd=5 --exit-fd=6 --userns-path=/proc/self/fd/3 --netns-type=path "
+                   "/proc/self/fd/4 tap0",
+                   "# /etc/resolv.conf in the jail (fd 7):",
+                   "#   # clihost-jail: the jail's DNS is slirp4netns's forwarder, which asks the host's resolver",
+                   "#   nameserver 10.0.2.3"], net
     sock = f"{host.home(alice)}/.cache/tmux/clihost.sock"
     commands = {"session": ["/usr/bin/tmux", "-S", sock, "-D"],
                 "attach": ["/usr/bin/tmux", "-N", "-S", sock, "set-option", "-s", "exit-empty", "on", ";",
@@ -88,8 +102,30 @@ def test_print_is_the_exact_plan_and_runs_as_printed(host, alice):
         assert argv[argv.index("--clearenv") + 1] == "--setenv"
         assert ["--proc", "/proc"] == argv[argv.index("--proc"):argv.index("--proc") + 2]
         assert "--die-with-parent" in argv and "--unshare-pid" in argv
-        assert ("--unshare-net" in argv) == (kind == "attach")
+        # Both without the host's network: the attach jail has none, the
+        # session jail waits (--block-fd) for slirp4netns on its own.
+        assert "--unshare-net" in argv
+        assert (argv[argv.index("--unshare-net") + 1:argv.index("--unshare-net") + 5] ==
+                ["--info-fd", "5", "--block-fd", "6"]) == (kind == "session")
+        assert (["--ro-bind-data", "7", "/etc/resolv.conf"] ==
+                argv[argv.index("--ro-bind-data"):argv.index("--ro-bind-data") + 3]
+                if "--ro-bind-data" in argv else False) == (kind == "session")
         assert ("--new-session" in argv) == (kind == "session")
+
+
+def test_print_with_the_host_network_shares_it_and_warns(host, alice):
+    conf = host.config_variant(replace={"jail": {"network": "host"}})
+    r = host.run_root([host.bin, "print", "--user", alice, "--session", "s"], config=conf)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert out[0].endswith(", network host"), out[0]
+    assert out[1] == ("# warning: network = host: the jail shares the host's network (services on its loopback "
+                      "and addresses, other tenants' listeners, abstract sockets)"), out[1]
+    session_argv = shlex.split(out[2])
+    assert "--unshare-net" not in session_argv and "--block-fd" not in session_argv
+    assert not any(l.startswith("# network:") for l in out)
+    attach_argv = shlex.split(out[4])
+    assert "--unshare-net" in attach_argv
 
 
 def bwrap_of(host, tenant, timeout=10.0):
@@ -119,7 +155,7 @@ def test_print_is_exactly_what_runs(host, alice):
     env = {"TERM": "xterm", "PATH": "/usr/bin:/bin"}
     r = host.run_root([host.bin, "print", "--user", alice, "--session", s, "--", *cmd], env=env)
     assert r.returncode == 0, r.stderr
-    words = shlex.split(r.stdout.splitlines()[-1])
+    words = shlex.split([l for l in r.stdout.splitlines() if l.startswith("env -i ")][-1])
     bwrap = words.index("/usr/bin/bwrap")
     printed_env, printed_argv = words[2:bwrap], words[bwrap:]
     proc = subprocess.Popen([host.bin, "run", "--user", alice, "--session", s, "--", *cmd], env=env, cwd="/",

@@ -87,15 +87,29 @@ def test_terminal_hangup_ends_the_attach_jail_and_stop_the_session_jail(host, al
 
 
 def test_session_false_execs_bwrap_directly_and_dies_with_the_caller(host, alice):
+    # With the host's network: an isolated jail keeps a root parent to
+    # attach its network (the test below).
     s = new_session()
-    # network = host: an isolated jail keeps a root parent to attach its
-    # network (test_network.py runs one without a PAM session).
     conf = host.config_variant({"pam": "session = false", "jail": "network = host"})
     caller = start_sleeping_jail(host, alice, s, config=conf)
     # no waiting root parent: the caller's child is bwrap itself
     assert not host.helper_pids()
     lines = host.audit_lines(f"session={s}")
     assert any("no PAM session" in l for l in lines), lines
+    os.kill(caller.pid, signal.SIGKILL)
+    caller.wait()
+    assert host.wait_gone(alice), host.processes_of(alice)
+
+
+def test_session_false_with_an_isolated_network_keeps_a_root_parent(host, alice):
+    """No PAM session, but network = isolated: the root parent stays to
+    attach slirp4netns, waits, and takes the jail with it when killed."""
+    s = new_session()
+    conf = host.config_variant({"pam": "session = false"})
+    caller = start_sleeping_jail(host, alice, s, config=conf)
+    assert host.helper_pids(), "no waiting root parent"
+    lines = host.audit_lines(f"session={s}")
+    assert any("network isolated, no PAM session" in l for l in lines), lines
     os.kill(caller.pid, signal.SIGKILL)
     caller.wait()
     assert host.wait_gone(alice), host.processes_of(alice)

@@ -33,9 +33,11 @@ from conftest import REPO, new_session, routes_closed
 from ptyutil import PtyProcess
 from test_attack_inside import TIOCSTI
 
-# network = host: the jail itself must reach the listener on the host's
-# loopback (the positive control of the inner sandbox's --unshare-net); an
-# isolated jail (the default) reaches nothing of the host (test_network.py).
+# The probes' controls connect to a listener on the host's 127.0.0.1, which
+# only a jail on the host's network reaches: these policies share it, so
+# that the inner sandboxes' own --unshare-net is what the probes measure.
+# test_real_agent_sandbox_works_in_an_isolated_jail runs an agent under the
+# default network = isolated.
 NESTED_ON = {"jail": "nested_sandbox = true\nnetwork = host"}
 NESTED_OFF = {"jail": "nested_sandbox = false\nnetwork = host"}
 
@@ -72,8 +74,8 @@ def nested_off(host):
 @pytest.fixture
 def listener():
     """A TCP listener on the host's 127.0.0.1. The jail shares the host's
-    network namespace (network = host in NESTED_ON/OFF), so the jail itself
-    reaches it; an inner sandbox with --unshare-net must not."""
+    network namespace (test_isolation.test_network_is_shared), so the jail
+    itself reaches it; an inner sandbox with --unshare-net must not."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     s.listen(16)
@@ -379,30 +381,43 @@ def test_check_fails_when_the_inner_bwrap_cannot_run(host, alice):
         os.unlink(bw)
 
 
-def test_print_shows_the_setting_and_the_argv(host, alice, nested_on, nested_off):
+def test_print_shows_the_setting_and_the_argv(host, alice):
     # print shows two plans: the session jail's (where the tenant's work and
     # its agents run: the setting applies) and the attach jail's (a tmux
-    # client only: never nested namespaces).
+    # client only: never nested namespaces). Under the default network.
+    nested_on = host.config_variant({"jail": "nested_sandbox = true"})
+    nested_off = host.config_variant({"jail": "nested_sandbox = false"})
     on = host.run_root([host.bin, "print", "--user", alice, "--session", "s"], config=nested_on)
     off = host.run_root([host.bin, "print", "--user", alice, "--session", "s"], config=nested_off)
     assert on.returncode == 0 and off.returncode == 0, (on, off)
-    # Each plan: its header, then its argv (the first line that is no
-    # comment: warnings and the network's part are comments).
-    def plans(out):
-        lines = out.splitlines()
-        heads = [i for i, l in enumerate(lines) if l.startswith("# clihost-jail plan: ")]
-        assert len(heads) == 2, out
-        return [x for i in heads for x in (lines[i], next(l for l in lines[i + 1:] if not l.startswith("#")))]
-
-    on_lines, off_lines = plans(on.stdout), plans(off.stdout)
-    assert ", nested sandbox allowed" in on_lines[0], on.stdout
-    assert ", nested sandbox not allowed" in off_lines[0], off.stdout
-    assert ", nested sandbox not allowed" in on_lines[2], on.stdout  # the attach jail
+    # Headers and command lines (the network's comment lines left out).
+    keep = lambda out: [l for l in out.splitlines() if not l.startswith("#") or l.startswith("# clihost-jail plan:")]
+    on_lines, off_lines = keep(on.stdout), keep(off.stdout)
+    assert on_lines[0].endswith(", nested sandbox allowed, network isolated"), on.stdout
+    assert off_lines[0].endswith(", nested sandbox not allowed, network isolated"), off.stdout
+    assert on_lines[2].endswith(", nested sandbox not allowed, network none"), on.stdout  # the attach jail
     on_argv, off_argv = shlex.split(on_lines[1]), shlex.split(off_lines[1])
     assert "--disable-userns" not in on_argv and "--disable-userns" in off_argv
     off_argv.remove("--disable-userns")
     assert on_argv == off_argv  # nothing else of the jail changes
     assert "--disable-userns" in shlex.split(on_lines[3])
+
+
+def test_real_agent_sandbox_works_in_an_isolated_jail(host, alice, workspace, agents):
+    """The default network = isolated and an agent's own sandbox together:
+    the jail has its own network (slirp4netns's tap0), the agent's sandbox
+    (srt: its own --unshare-net) has only a loopback, and the agent runs."""
+    ws = workspace
+    srt_settings(host, alice, ws)
+    conf = host.config_variant({"jail": "nested_sandbox = true"})
+    ifaces = "echo IFACES $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort)\n"
+    line = real_agent_line(agents, "srt", "echo INNER-ran\n" + ifaces)
+    r = jail(host, alice, f"cd {ws}\n{ifaces}{line}\necho AGENT-EXIT=$?\n", conf, timeout=120)
+    out = r.stdout
+    assert r.returncode == 0 and "AGENT-EXIT=0" in out, out
+    jail_part, inner_part = out.split("INNER-ran")
+    assert "IFACES lo tap0" in jail_part, out
+    assert "IFACES lo\n" in inner_part, out
 
 
 def test_nested_over_the_host_proc_warns_and_inner_bwrap_cannot_start(host, alice):

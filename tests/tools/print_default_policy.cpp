@@ -43,6 +43,7 @@ int main() {
     std::printf("[jail]\nbwrap = %s\nproc = %s\nro_bind = %s\ntmpfs = %s\nallow_caller_command = %s\nextra_env = %s\n",
                 p.bwrap.c_str(), std::string(proc_mode_name(p.proc)).c_str(), join(p.ro_bind, " ").c_str(),
                 join(p.tmpfs, " ").c_str(), p.allow_caller_command ? "true" : "false", join(p.extra_env, " ").c_str());
+    std::printf("network = %s\n", std::string(network_mode_name(p.network)).c_str());
     std::printf("nested_sandbox = %s\ntmpfs_size = %s\n", p.nested_sandbox ? "true" : "false",
                 size_text(p.tmpfs_size).c_str());
     std::printf("[pam]\nservice = %s\nsession = %s\n", p.pam_service.c_str(), p.pam_session ? "true" : "false");

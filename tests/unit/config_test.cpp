@@ -25,6 +25,7 @@ TEST(Config, EmptyFileGivesDesignDefaults) {
     EXPECT_EQ(d.tmpfs_size, 256u << 20);
     EXPECT_FALSE(d.allow_caller_command);
     EXPECT_FALSE(d.nested_sandbox);  // nested user namespaces only when the operator asks
+    EXPECT_EQ(d.network, NetworkMode::isolated);  // the host's network only when the operator asks
     EXPECT_EQ(d.extra_env, (std::vector<std::string>{"TERM", "LANG", "LC_ALL", "COLORTERM"}));
     EXPECT_EQ(d.pam_service, "clihost-jail");
     EXPECT_TRUE(d.pam_session);
@@ -60,7 +61,7 @@ TEST(Config, EveryKeyIsApplied) {
     auto p = parse_config(
         "[callers]\nusers = proxy, web\ngroups =\n[tenants]\ngroup = t\nmin_uid = 5000\nmax_uid = 6000\n"
         "[jail]\nbwrap = /opt/bw/bwrap\nproc = private-or-hidepid\nro_bind = /usr\ntmpfs = /tmp\n"
-        "tmpfs_size = 1G\nallow_caller_command = true\nnested_sandbox = true\nextra_env = TERM\n[pam]\n"
+        "tmpfs_size = 1G\nallow_caller_command = true\nnested_sandbox = true\nnetwork = host\nextra_env = TERM\n[pam]\n"
         "service = other\nsession = false\n");
     ASSERT_TRUE(p.ok()) << p.error().message;
     const Policy& v = p.value();
@@ -75,10 +76,12 @@ TEST(Config, EveryKeyIsApplied) {
     EXPECT_EQ(v.tmpfs_size, 1u << 30);
     EXPECT_TRUE(v.allow_caller_command);
     EXPECT_TRUE(v.nested_sandbox);
+    EXPECT_EQ(v.network, NetworkMode::host);
     EXPECT_EQ(v.pam_service, "other");
     EXPECT_FALSE(v.pam_session);
     EXPECT_EQ(parse_config("[jail]\nproc = inherit\n").value().proc, ProcMode::inherit);
     EXPECT_FALSE(parse_config("[jail]\nnested_sandbox = false\n").value().nested_sandbox);
+    EXPECT_EQ(parse_config("[jail]\nnetwork = isolated\n").value().network, NetworkMode::isolated);
 }
 
 struct BadConfig {
@@ -129,6 +132,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"NestedSandboxNotABool", "[jail]\nnested_sandbox = on\n", "config line 2: expected true or false"},
         BadConfig{"NestedSandboxEmpty", "[jail]\nnested_sandbox =\n", "config line 2: expected true or false"},
         BadConfig{"NestedSandboxDuplicate", "[jail]\nnested_sandbox = false\nnested_sandbox = true\n", "config line 3: duplicate key 'nested_sandbox'"},
+        BadConfig{"NetworkUnknown", "[jail]\nnetwork = none\n", "config line 2: network must be isolated or host"},
+        BadConfig{"NetworkEmpty", "[jail]\nnetwork =\n", "config line 2: network must be isolated or host"},
+        BadConfig{"NetworkCase", "[jail]\nnetwork = Host\n", "config line 2: network must be isolated or host"},
+        BadConfig{"NetworkOutsideJail", "[pam]\nnetwork = host\n", "config line 2: unknown key 'network' in [pam]"},
         BadConfig{"NestedSandboxOutsideJail", "[pam]\nnested_sandbox = true\n", "config line 2: unknown key 'nested_sandbox' in [pam]"},
         // tmpfs 0 means "no limit": never accepted, in any spelling.
         BadConfig{"TmpfsSizeZero", "[jail]\ntmpfs_size = 0\n", "config line 2: tmpfs_size must be a byte count like 256M, 1G or 65536, between 64K and 1024G"},

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "plan.hpp"
+#include "net.hpp"
 
 using namespace clihost;
 
@@ -36,7 +37,8 @@ std::vector<std::string> expected_argv(const std::vector<std::string>& proc_args
                                                                                "--die-with-parent"},
                                        const std::vector<std::string>& command = {
                                            "/usr/bin/tmux", "-N", "-S", kSocket, "set-option", "-s", "exit-empty",
-                                           "on", ";", "new-session", "-A", "-s", "main"}) {
+                                           "on", ";", "new-session", "-A", "-s", "main"},
+                                       const std::vector<std::string>& before_home = {}) {
     std::vector<std::string> a{"/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc"};
     a.insert(a.end(), head.begin(), head.end());
     a.insert(a.end(), {"--seccomp", "3", "--clearenv"});
@@ -45,8 +47,9 @@ std::vector<std::string> expected_argv(const std::vector<std::string>& proc_args
                        "--dev", "/dev", "--remount-ro", "/dev", "--size", "268435456", "--tmpfs", "/dev/shm"});
     a.insert(a.end(), proc_args.begin(), proc_args.end());
     a.insert(a.end(), {"--size", "268435456", "--tmpfs", "/tmp", "--size", "268435456", "--tmpfs", "/var/tmp",
-                       "--size", "268435456", "--tmpfs", "/run", "--bind", "/home/alice",
-                       "/home/alice", "--chdir", "/home/alice", "--"});
+                       "--size", "268435456", "--tmpfs", "/run"});
+    a.insert(a.end(), before_home.begin(), before_home.end());
+    a.insert(a.end(), {"--bind", "/home/alice", "/home/alice", "--chdir", "/home/alice", "--"});
     a.insert(a.end(), command.begin(), command.end());
     return a;
 }
@@ -214,6 +217,7 @@ TEST(Plan, CallerCommandNeedsAllowCallerCommand) {
     EXPECT_EQ(refused.error().code, Exit::refused);
     Policy pol;
     pol.allow_caller_command = true;
+    pol.network = NetworkMode::host;
     auto p = plan_with(pol, full_probe(), req);
     ASSERT_TRUE(p.ok());
     const auto& a = p.value().argv;
@@ -221,11 +225,60 @@ TEST(Plan, CallerCommandNeedsAllowCallerCommand) {
                                {"/bin/sh", "-c", "id"}));
 }
 
+TEST(Plan, AnIsolatedOneOffJailWaitsForItsNetworkAndGetsItsOwnResolvConf) {
+    Policy pol;
+    pol.allow_caller_command = true;
+    auto p = plan_with(pol, full_probe(), Request{JailAction::command, "main", {"/bin/sh", "-c", "id"}});
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_EQ(p.value().net, JailNet::isolated);
+    EXPECT_EQ(p.value().argv,
+              expected_argv({"--proc", "/proc"},
+                            {"--unshare-net", "--info-fd", "5", "--block-fd", "6", "--disable-userns", "--die-with-parent",
+                             "--json-status-fd", "4"},
+                            {"/bin/sh", "-c", "id"}, {"--ro-bind-data", "7", "/etc/resolv.conf"}));
+    EXPECT_EQ(p.value().resolv_conf, std::string(kJailResolvConf));
+    EXPECT_EQ(p.value().net_argv, user_net_argv());
+    EXPECT_TRUE(p.value().warnings.empty());
+}
+
+TEST(Plan, UserModeNetworkArgvIsExact) {
+    // Loopback of the host unreachable (--disable-host-loopback), its
+    // lifetime tied to the supervisor (--exit-fd), readiness reported.
+    EXPECT_EQ(user_net_argv(),
+              (std::vector<std::string>{"/usr/bin/slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
+                                        "--enable-ipv6", "--enable-seccomp", "--ready-fd=5", "--exit-fd=6",
+                                        "--userns-path=/proc/self/fd/3", "--netns-type=path", "/proc/self/fd/4",
+                                        "tap0"}));
+}
+
+TEST(Plan, HostNetworkIsSharedWithAWarningAndClientJailsStayOffline) {
+    Policy pol;
+    pol.network = NetworkMode::host;
+    auto serve = plan_with(pol, full_probe(), Request{JailAction::serve, "", {}});
+    ASSERT_TRUE(serve.ok()) << serve.error().message;
+    EXPECT_EQ(serve.value().net, JailNet::host);
+    const auto& a = serve.value().argv;
+    EXPECT_EQ(std::find(a.begin(), a.end(), "--unshare-net"), a.end());
+    EXPECT_TRUE(serve.value().net_argv.empty());
+    ASSERT_EQ(serve.value().warnings.size(), 1u);
+    EXPECT_EQ(serve.value().warnings[0],
+              "network = host: the jail shares the host's network (services on its loopback and addresses, other "
+              "tenants' listeners, abstract sockets)");
+    auto attach = plan_with(pol, full_probe());
+    ASSERT_TRUE(attach.ok());
+    EXPECT_EQ(attach.value().net, JailNet::none);
+    EXPECT_TRUE(attach.value().warnings.empty());
+}
+
 TEST(Plan, SessionJailRunsTheTmuxServerInTheForegroundInASessionOfItsOwn) {
     auto p = plan_with(Policy{}, full_probe(), Request{JailAction::serve, "", {}});
     ASSERT_TRUE(p.ok()) << p.error().message;
-    EXPECT_EQ(p.value().argv, expected_argv({"--proc", "/proc"}, {"--disable-userns", "--die-with-parent", "--new-session"},
-                                            {"/usr/bin/tmux", "-S", kSocket, "-D"}));
+    EXPECT_EQ(p.value().argv, expected_argv({"--proc", "/proc"},
+                                            {"--unshare-net", "--info-fd", "5", "--block-fd", "6", "--disable-userns",
+                                             "--die-with-parent", "--new-session"},
+                                            {"/usr/bin/tmux", "-S", kSocket, "-D"},
+                                            {"--ro-bind-data", "7", "/etc/resolv.conf"}));
+    EXPECT_EQ(p.value().net, JailNet::isolated);
     EXPECT_EQ(p.value().action, JailAction::serve);
     EXPECT_EQ(p.value().socket_dir, "/home/alice/.cache/tmux");
 }
