@@ -1,9 +1,7 @@
 // container_check.cpp: see container_check.hpp.
 #include "container_check.hpp"
 
-#include <unistd.h>
-
-#include <cerrno>
+#include <sys/statvfs.h>
 
 #include "file_read.hpp"
 
@@ -165,11 +163,13 @@ Status check_proc_sys_writable(bool disable_userns, const ContainerFacts& f) {
 }
 
 Status require_proc_sys_writable(bool disable_userns) {
-    // The launch path's cheap question first (one syscall; root's access()
-    // ignores permissions but not a read-only mount): the facts, mountinfo
-    // and all, are read only to word a refusal.
+    // The launch path's cheap question first (one syscall, and one that does
+    // not depend on who asks: access() would check the setuid caller's real
+    // uid): the facts, mountinfo and all, are read only to word a refusal.
     if (!disable_userns) return ok_status();
-    if (::access(std::string(kMaxUserNamespaces).c_str(), W_OK) == 0 || errno != EROFS) return ok_status();
+    struct statvfs st {};
+    if (::statvfs(std::string(kMaxUserNamespaces).c_str(), &st) == 0 && (st.f_flag & ST_RDONLY) == 0)
+        return ok_status();
     return check_proc_sys_writable(true, read_container_facts());
 }
 

@@ -71,8 +71,8 @@ std::string not_root_message(const ContainerFacts& f);
 // start uses --disable-userns.
 Status check_proc_sys_writable(bool disable_userns, const ContainerFacts& f);
 
-// check_proc_sys_writable for the launch paths: access(W_OK) first, the
-// facts only when it says EROFS.
+// check_proc_sys_writable for the launch paths: statvfs first, the facts
+// only when it says the mount is read-only (or cannot tell).
 Status require_proc_sys_writable(bool disable_userns);
 
 // check's FAIL lines for what a container takes away, as (key, problem)

@@ -208,6 +208,7 @@ int exec_slirp(int userns, int netns, int ready, int exit_read, int err) noexcep
         if (::syscall(SYS_close_range, 7U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) != 0 || ::setsid() < 0) return 4;
         const auto args = user_net_argv();
         std::vector<char*> argv;
+        argv.reserve(args.size() + 1);
         for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
         char* no_env[] = {nullptr};

@@ -90,15 +90,28 @@ static void __attribute__((constructor)) ctj_mark(void) {
 # LD_AUDIT wants la_version; LD_PRELOAD ignores it.
 PRELOAD_C = MARK_C + "unsigned la_version(unsigned v) { return v; }\n"
 
-# Stand-in for libcap-ng.so.0 (the helper's capability library) found via
-# LD_LIBRARY_PATH: every symbol the real one exports, each "succeeding"
-# (returning 0), so that loading it would silently disable the privilege drop.
-def fake_capng_source():
-    out = subprocess.run(["nm", "-D", "--defined-only", "/lib/x86_64-linux-gnu/libcap-ng.so.0"],
-                         capture_output=True, text=True, check=True).stdout
-    names = sorted({l.split()[-1] for l in out.splitlines() if " T " in l})
+# Stand-in for a library the helper loads, found via LD_LIBRARY_PATH: every
+# symbol the real one exports, each "succeeding" (returning 0), so that
+# loading it would silently disable the privilege drop (libcap-ng.so.0, now
+# linked statically where its archive exists) or PAM (libpam.so.0, which the
+# helper dlopens: PAM_SUCCESS is 0).
+def fake_library_source(real="/lib/x86_64-linux-gnu/libcap-ng.so.0"):
+    out = subprocess.run(["nm", "-D", "--defined-only", real], capture_output=True, text=True, check=True).stdout
+    names = sorted({l.split()[-1].split("@")[0] for l in out.splitlines() if " T " in l})
     return MARK_C + "".join(f"long {n}(long a, long b, long c) {{ (void)a; (void)b; (void)c; return 0; }}\n"
                             for n in names)
+
+
+def fake_capng_source():
+    return fake_library_source()
+
+
+# The helper's own way of loading PAM (pam_dl.cpp): the control that shows a
+# process which nothing stops picks the fake libpam up.
+DLOPEN_PAM_C = r"""
+#include <dlfcn.h>
+int main(void) { return dlopen("libpam.so.0", RTLD_NOW | RTLD_LOCAL) ? 0 : 1; }
+"""
 
 
 # A gconv module (the pkexec CVE-2021-4034 payload shape).
@@ -160,6 +173,9 @@ class Payloads:
         self.libdir = os.path.join(self.dir, "lib")
         os.mkdir(self.libdir)
         so("lib/libcap-ng.so.0", fake_capng_source(), "ldlibpath", "-Wl,-soname,libcap-ng.so.0")
+        so("lib/libpam.so.0", fake_library_source("/lib/x86_64-linux-gnu/libpam.so.0"), "ldlibpath",
+           "-Wl,-soname,libpam.so.0")
+        self.dlopen_pam = _cc(DLOPEN_PAM_C, os.path.join(self.dir, "ctj-dlopen-pam"), "-ldl")
         self.gconv_dir = os.path.join(self.dir, "gconv")
         os.mkdir(self.gconv_dir)
         so("gconv/ctjevil.so", GCONV_C, "gconv")

@@ -71,9 +71,10 @@ def test_ld_preload_and_ld_audit_are_not_loaded_into_the_setuid_helper(host, ali
 
 
 def test_ld_library_path_cannot_substitute_a_library_of_the_helper(host, alice, payloads, guard):
-    # Control: a fake libcap-ng.so.0 (the helper's capability library, with
-    # "succeeding" stubs) is picked up by the plain binary.
-    c = spawn([payloads.plain_bin, "--version"], env={**CONTROL, "LD_LIBRARY_PATH": payloads.libdir})
+    # Control: a fake libpam.so.0 (with "succeeding" stubs) is picked up by
+    # the helper's own dlopen call when nothing stops it. (libcap-ng is now
+    # linked statically; its fake is in the directory too.)
+    c = spawn([payloads.dlopen_pam], env={**CONTROL, "LD_LIBRARY_PATH": payloads.libdir})
     assert c.returncode == 0 and any(m.startswith("ldlibpath.") for m in payloads.found()), payloads.found()
     payloads.clear()
 
