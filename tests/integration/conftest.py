@@ -572,3 +572,14 @@ def alice():
 @pytest.fixture
 def bob():
     return TENANTS[1]
+
+
+@pytest.fixture
+def terms(host):
+    """The test's connections (ptyutil.attach appends to it): closed after
+    the test, then every session jail the suites left running is stopped."""
+    opened = []
+    yield opened
+    for t in opened:
+        t.close()
+    host.stop_all()

@@ -9,7 +9,7 @@ import struct
 import termios
 import threading
 
-from conftest import start_as, wait_until
+from conftest import PROXY, start_as, wait_until
 
 
 class PtyProcess:
@@ -71,3 +71,16 @@ class PtyProcess:
             self.proc.kill()
             self.proc.wait()
         self._close_master()
+
+
+def attach(host, tenant, session, terms, user=PROXY):
+    """A connection the way ttyd makes one: `run` on a new pty, as the proxy."""
+    t = PtyProcess([host.bin, "run", "--user", tenant, "--session", session], user=user)
+    terms.append(t)
+    return t
+
+
+def shell_ready(t, tag="READY", timeout=15.0):
+    """Types an arithmetic echo and waits for its result: only a shell prints it."""
+    t.write(f"echo {tag}_$((40+2))\r")
+    return t.wait_for(f"{tag}_42", timeout)

@@ -15,27 +15,7 @@ import sys
 import pytest
 
 from conftest import PROXY, spawn, wait_until
-from ptyutil import PtyProcess
-
-
-@pytest.fixture
-def terms(host):
-    opened = []
-    yield opened
-    for t in opened:
-        t.close()
-    host.stop_all()
-
-
-def attach(host, tenant, session, terms):
-    t = PtyProcess([host.bin, "run", "--user", tenant, "--session", session], user=PROXY)
-    terms.append(t)
-    return t
-
-
-def shell_ready(t, tag="READY", timeout=15.0):
-    t.write(f"echo {tag}_$((40+2))\r")
-    return t.wait_for(f"{tag}_42", timeout)
+from ptyutil import attach, shell_ready
 
 
 def clients(host, tenant, session):

@@ -495,15 +495,6 @@ def _probe_in_session(host, tenant, t, probes, timeout=30):
     return read_results(inp, out)
 
 
-@pytest.fixture
-def terms(host):
-    opened = []
-    yield opened
-    for t in opened:
-        t.close()
-    host.stop_all()
-
-
 def _supervisor_of(host, tenant):
     with open(os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(tenant).pw_uid}.state")) as f:
         return int(f.read().split()[3])

@@ -18,31 +18,10 @@ import time
 import pytest
 
 from conftest import PROXY, RUNTIME_DIR, new_session, sh, wait_until
-from ptyutil import PtyProcess
+from ptyutil import PtyProcess, attach, shell_ready
 
 
 # ---------------------------------------------------------------- helpers --
-
-@pytest.fixture
-def terms(host):
-    opened = []
-    yield opened
-    for t in opened:
-        t.close()
-    host.stop_all()
-
-
-def attach(host, tenant, session, terms, user=PROXY):
-    t = PtyProcess([host.bin, "run", "--user", tenant, "--session", session], user=user)
-    terms.append(t)
-    return t
-
-
-def shell_ready(t, tag="READY", timeout=15.0):
-    """Types an arithmetic echo and waits for its result: only a shell prints it."""
-    t.write(f"echo {tag}_$((40+2))\r")
-    return t.wait_for(f"{tag}_42", timeout)
-
 
 def record(host, tenant):
     path = os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(tenant).pw_uid}.state")
