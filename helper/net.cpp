@@ -154,6 +154,24 @@ std::string slirp_message(int memfd) {
 
 bool is_namespace(int fd, int type) { return ::ioctl(fd, NS_GET_NSTYPE) == type; }
 
+// One message of the network channel: one byte, room for two descriptors
+// (the jail's network namespace and its owning user namespace).
+struct FdMessage {
+    char byte{0};
+    iovec iov{};
+    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+    msghdr msg{};
+    explicit FdMessage(char b) : byte(b) {
+        iov = {&byte, 1};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+    }
+    FdMessage(const FdMessage&) = delete;
+    FdMessage& operator=(const FdMessage&) = delete;
+};
+
 // A socket of the jail's network namespace, for asking about its devices:
 // this (root, single-threaded) process enters the namespace for the one
 // socket() call and returns at once. Nothing else is done in there.
@@ -292,14 +310,8 @@ Status send_namespaces(int chan, pid_t jail_child, int seconds, int bwrap_pidfd)
     if (!netns.valid()) return fail(Exit::internal, "cannot open the jail's network namespace");
     const UniqueFd userns(::ioctl(netns.get(), NS_GET_USERNS));
     if (!userns.valid()) return fail(Exit::internal, "cannot find the user namespace of the jail's network");
-    char byte = 'n';
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
+    FdMessage m('n');
+    msghdr& msg = m.msg;
     cmsghdr* c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
@@ -324,14 +336,8 @@ Result<UserNet> attach_user_net(int chan, const TenantCreds& net, int seconds) {
     int r;
     while ((r = ::poll(&p, 1, seconds * 1000)) < 0 && errno == EINTR) {}
     if (r != 1) return fail(Exit::host, "the jail did not start within " + std::to_string(seconds) + " s");
-    char byte = 0;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
+    FdMessage m(0);
+    msghdr& msg = m.msg;
     const ssize_t n = ::recvmsg(chan, &msg, MSG_CMSG_CLOEXEC);
     const cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&msg) : nullptr;
     if (c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
