@@ -238,8 +238,11 @@ BIN=$(readlink -f "$BIN")
 WORK=$(mktemp -d /run/clihost-bench.XXXXXX)
 chmod 0755 "$WORK"
 mkdir -m 0755 "$WORK/results"
-printf '[jail]\nallow_caller_command = true\n[pam]\nsession = false\n' >"$WORK/nopam.conf"
-printf '[jail]\nallow_caller_command = true\n[pam]\nsession = true\n' >"$WORK/pam.conf"
+# network = host in every policy here: the floor (A, B) is a bwrap without a
+# network namespace of its own; the isolated network's cost is measured
+# apart (tests/bench/netbench.py).
+printf '[jail]\nallow_caller_command = true\nnetwork = host\n[pam]\nsession = false\n' >"$WORK/nopam.conf"
+printf '[jail]\nallow_caller_command = true\nnetwork = host\n[pam]\nsession = true\n' >"$WORK/pam.conf"
 chmod 0644 "$WORK"/*.conf
 
 if [[ ! -e $PAM_FILE ]]; then
@@ -350,7 +353,7 @@ ensure_suid_conf() {
     cmp -s "$SUID_CONF" "$CONF_PATH" || die "the setuid helper's policy at $CONF_PATH is not the bench's"
 }
 suid_conf() {  # suid_conf true|false: the setuid helper's policy, PAM session on or off
-    printf '[callers]\nusers = %s\ngroups = %s\n[jail]\nallow_caller_command = true\n[pam]\nsession = %s\n' \
+    printf '[callers]\nusers = %s\ngroups = %s\n[jail]\nallow_caller_command = true\nnetwork = host\n[pam]\nsession = %s\n' \
         "$CALLER" "$CALLER_GROUP" "$1" >"$SUID_CONF"
     chmod 0644 "$SUID_CONF"
     ensure_suid_conf
@@ -390,7 +393,7 @@ if awk -v l="$load1" -v n="$(nproc)" 'BEGIN{exit !(l > n / 4)}'; then
         "(compare p10 and CPU time, which suffer less)"
 fi
 log "1. latency: ${ROUNDS} round(s) x ${RUNS} runs per variant (+${WARMUP} warm-up)"
-plan=$(run_helper "$WORK/nopam.conf" print --user "$T1" --session bench -- true | tail -n 1)
+plan=$(run_helper "$WORK/nopam.conf" print --user "$T1" --session bench -- true | grep '^env -i ' | tail -n 1)
 eval "set -- $plan"
 [[ $1 == env && $2 == -i ]] || die "unexpected print output: $plan"
 shift 2
@@ -427,7 +430,7 @@ STANDIN
 # The fd number is written into the stand-in (its environment is the plan's).
 sed -i "s/\$CLIHOST_BENCH_FD/${SECCOMP_FD}/g" "$WORK/bwrap-standin"
 chmod 0755 "$WORK/bwrap-standin"
-printf '[jail]\nbwrap = %s\nallow_caller_command = true\n[pam]\nsession = false\n' "$WORK/bwrap-standin" >"$WORK/standin.conf"
+printf '[jail]\nbwrap = %s\nallow_caller_command = true\nnetwork = host\n[pam]\nsession = false\n' "$WORK/bwrap-standin" >"$WORK/standin.conf"
 chmod 0644 "$WORK/standin.conf"
 rm -f "/home/$T1/.clihost-bench-argv" "/home/$T1/.clihost-bench-fd"
 run_helper "$WORK/standin.conf" run --user "$T1" --session bench -- true || die "the stand-in bwrap run failed"
@@ -524,7 +527,7 @@ log "5. session jails, reconnect: ${SJ_ROUNDS} round(s) x ${SJ_RUNS} per variant
 # J0 (the floor) replays the attach jail's plan with the same seccomp program
 # (captured above); TERM as jailbench gives every connection.
 ATTACH_PLAN=$(cd "$WORK" && env -i PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/pam.conf" TERM=xterm-256color \
-    "$BIN" print --user "$T1" --session bench | tail -n 1)
+    "$BIN" print --user "$T1" --session bench | grep '^env -i ' | tail -n 1)
 [[ -s $WORK/seccomp.bpf ]] || die "no seccomp program was captured for the attach jail's floor"
 # J is the production path: the setuid helper run by the caller (its policy:
 # PAM on, as pam.conf); the session jail itself is started by J's first

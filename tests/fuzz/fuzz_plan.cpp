@@ -75,6 +75,7 @@ std::string config_text(FuzzedDataProvider& in) {
     if (in.ConsumeBool()) t += "nested_sandbox = " + word(in) + "\n";
     if (in.ConsumeBool()) t += "tmpfs_size = " + word(in) + "\n";
     if (in.ConsumeBool()) t += "shell = " + word(in) + "\n";
+    if (in.ConsumeBool()) t += "network = " + (in.ConsumeBool() ? std::string(in.ConsumeBool() ? "host" : "isolated") : word(in)) + "\n";
     return t;
 }
 
@@ -131,7 +132,8 @@ int arity(std::string_view opt) {
         {"--seccomp", 1},      {"--clearenv", 0},    {"--setenv", 2},      {"--ro-bind", 2},
         {"--symlink", 2},      {"--bind", 2},        {"--dev", 1},         {"--proc", 1},
         {"--tmpfs", 1},        {"--chdir", 1},       {"--unshare-net", 0}, {"--new-session", 0},
-        {"--json-status-fd", 1}, {"--remount-ro", 1}, {"--size", 1}};
+        {"--json-status-fd", 1}, {"--remount-ro", 1}, {"--size", 1},
+        {"--info-fd", 1},      {"--block-fd", 1},    {"--ro-bind-data", 2}};
     const auto it = kArity.find(opt);
     return it == kArity.end() ? -1 : it->second;
 }
@@ -233,6 +235,15 @@ void check_argv(const Plan& plan, const Policy& policy, const Tenant& tenant, co
     // The tenant's home is the only read-write bind, and the working directory.
     for (const auto& o : ops)
         if (o.name == "--bind") check(o.args[0] == tenant.account.home && o.args[1] == tenant.account.home);
+    // An isolated jail's descriptors are the planned ones, and the only data
+    // it binds is its resolv.conf.
+    for (const auto& o : ops) {
+        if (o.name == "--info-fd") check(o.args[0] == std::to_string(kInfoFd));
+        if (o.name == "--block-fd") check(o.args[0] == std::to_string(kBlockFd));
+        if (o.name == "--ro-bind-data")
+            check(o.args[0] == std::to_string(kResolvFd) && o.args[1] == "/etc/resolv.conf" &&
+                  plan.net == JailNet::isolated);
+    }
     check(plan.socket_dir == tenant.account.home + "/.cache/tmux");
     check(plan.socket_dir.size() + std::string_view("/clihost.sock").size() <= 107);
 }
@@ -313,11 +324,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check(!named || is_valid_session_name(request.session));
         check((request.action == JailAction::command) == !request.command.empty());
         check(request.command.empty() || policy.allow_caller_command);
-        // Client jails have no network and never host a server; only the
-        // session jail is in a session of its own.
+        // Client jails have no network and never host a server; the others
+        // have the host's only with network = host, and an isolated one waits
+        // (--block-fd) for its network; only the session jail is in a
+        // session of its own.
         const auto& a = plan.value().argv;
         const auto dashdash = std::find(a.begin(), a.end(), "--");
-        check(is_client_action(request.action) == (std::find(a.begin(), dashdash, "--unshare-net") != dashdash));
+        const bool client = is_client_action(request.action);
+        const bool isolated = !client && policy.network == NetworkMode::isolated;
+        check((client || isolated) == (std::find(a.begin(), dashdash, "--unshare-net") != dashdash));
+        check(isolated == (std::find(a.begin(), dashdash, "--block-fd") != dashdash));
+        check(isolated == (plan.value().net == JailNet::isolated) && isolated == !plan.value().net_argv.empty());
         check((request.action == JailAction::serve) == (std::find(a.begin(), dashdash, "--new-session") != dashdash));
         check(probe.trial_deferred || probe.user_namespaces);
         check(plan.value().trial_in_child == probe.trial_deferred);
