@@ -40,16 +40,26 @@ std::vector<std::string_view> fields(std::string_view line) {
 enum TrialCode { kTrialOk = 0, kTrialDropFailed = 10, kTrialNoUserns = 11, kTrialForkFailed = 12,
                  kTrialNoProc = 13, kTrialPrivateFailed = 14, kTrialProcessLimit = 15 };
 
+// Written by the trial's child, in the memory it shares with its parent,
+// just before it exits; kTrialNoReport until then (a child killed first).
+constexpr int kTrialNoReport = 16;
+volatile int trial_report = kTrialNoReport;
+// A trial child not reaped yet (trial_namespaces_deferred), or 0.
+pid_t unreaped_trial = 0;
+
 // The trial's child: pid 1 of its new namespaces. It shares the caller's
 // memory (CLONE_VM) while the caller is suspended (CLONE_VFORK), so it makes
 // raw system calls only: no allocation, no libc state, no errno read.
-// Its return value is its exit status (glibc's clone() ends the child with
-// the exit system call: no atexit handler of the parent's runs).
+// It reports its code in trial_report and as its exit status (glibc's
+// clone() ends the child with the exit system call: no atexit handler of
+// the parent's runs).
 int trial_child(void*) {
-    if (::syscall(SYS_mount, nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return kTrialPrivateFailed;
-    if (::syscall(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
-        return kTrialNoProc;
-    return kTrialOk;
+    int code = kTrialOk;
+    if (::syscall(SYS_mount, nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) code = kTrialPrivateFailed;
+    else if (::syscall(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+        code = kTrialNoProc;
+    trial_report = code;
+    return code;
 }
 
 // New user+mount+pid namespaces in one clone (the child is pid 1 there),
@@ -57,18 +67,24 @@ int trial_child(void*) {
 // (CLONE_VM | CLONE_VFORK): the child gets no copy of the address space,
 // which a fork-style clone spent most of the trial's time on (bench: about
 // 0.7 ms per launch on a 2-vCPU VM); it runs on a small stack of its own.
-int trial_clone() {
+// We resume once the child has left our memory on its way out, its report
+// written. The rest of its exit, the kernel tearing its namespaces down
+// (about as long again as making them, mostly waiting for RCU), is waited
+// for only with `reap`; else the child is reaped later (reap_trial(), or
+// whoever reaps this process's children: see trial_namespaces_deferred).
+int trial_clone(bool reap) {
     alignas(16) static char stack[16384];
+    trial_report = kTrialNoReport;
     const int pid = fault::fail("probe")
                         ? -1
                         : ::clone(trial_child, stack + sizeof stack,
                                   CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, nullptr);
     // EAGAIN: the uid is at its RLIMIT_NPROC, which says nothing about namespaces.
     if (pid < 0) return errno == EAGAIN ? kTrialProcessLimit : kTrialNoUserns;
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return kTrialForkFailed;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : kTrialForkFailed;
+    const int code = trial_report;
+    unreaped_trial = pid;
+    if (reap) reap_trial();
+    return code == kTrialNoReport ? kTrialForkFailed : code;
 }
 
 // "WHAT: WHY" when the container facts explain the failure (a seccomp filter,
@@ -155,15 +171,24 @@ std::vector<HostPath> inspect_host_paths(const std::vector<std::string>& paths) 
     return out;
 }
 
+void reap_trial() {
+    if (unreaped_trial <= 0) return;
+    int status = 0;
+    while (::waitpid(unreaped_trial, &status, 0) < 0 && errno == EINTR) {}
+    unreaped_trial = 0;
+}
+
+TrialResult trial_namespaces_deferred() { return describe(trial_clone(false)); }
+
 TrialResult trial_namespaces(uid_t uid, gid_t gid) {
     // Already unprivileged (the jail child after its drop): clone directly.
-    if (::geteuid() != 0) return describe(trial_clone());
+    if (::geteuid() != 0) return describe(trial_clone(true));
     const pid_t self = ::getpid();
     const pid_t pid = fault::fail("probe_fork") ? -1 : ::fork();
     if (pid < 0) return describe(kTrialForkFailed);
     // Drop fully before touching namespaces: the trial must not succeed
     // only because it ran as root.
-    if (pid == 0) run_as_tenant(TenantCreds{uid, gid, {gid}}, self, SIGKILL, [] { return trial_clone(); });
+    if (pid == 0) run_as_tenant(TenantCreds{uid, gid, {gid}}, self, SIGKILL, [] { return trial_clone(true); });
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) return describe(kTrialForkFailed);

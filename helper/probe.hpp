@@ -48,6 +48,17 @@ struct TrialResult {
 // will need.
 TrialResult trial_namespaces(uid_t uid, gid_t gid);
 
+// The same trial for a process that is already the tenant, without waiting
+// for the end of its child's exit (the teardown of the trial's namespaces).
+// That child is reaped by whoever reaps this process's children next:
+// bwrap, exec'd right after, reaps the children it inherits (0.8.0:
+// block_sigchild() before its clone, then its monitor loop's waitpid(-1));
+// a waiting process's supervise() reaps every child of its own. A process
+// that ends without either calls reap_trial(), which waits for it (a no-op
+// when none is pending).
+TrialResult trial_namespaces_deferred();
+void reap_trial();
+
 // All of the above for one launch; with run_trial false the trial is left to
 // the jail child (HostProbe::trial_deferred), and mountinfo is not read
 // (proc = private never looks at the host /proc: host_proc_hidepid false).

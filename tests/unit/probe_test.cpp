@@ -1,6 +1,13 @@
 // Host probe: mountinfo parsing (pure) and the path inspection.
 #include <gtest/gtest.h>
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
+#include "child_process.hpp"
 #include "probe.hpp"
 
 using namespace clihost;
@@ -50,4 +57,31 @@ TEST(Probe, InspectHostPathsReportsKinds) {
     EXPECT_EQ(got[1].kind, HostPath::Kind::absent);
     EXPECT_EQ(got[2].kind, HostPath::Kind::symlink);
     EXPECT_FALSE(got[2].target.empty());
+}
+
+// The deferred trial (the jail's own process, right before bwrap): it
+// answers as the full trial does, leaves its child to finish exiting, and
+// reap_trial() leaves no child behind. In a child that is the tenant
+// (nobody here): the trial must not succeed only because it ran as root.
+TEST(Probe, DeferredTrialAnswersAndReapTrialLeavesNoChild) {
+    const auto r = clihost::testing::run_in_child([](int fd) {
+        auto say = [fd](const char* s) { (void)!::write(fd, s, std::strlen(s)); };
+        if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+                                 ::setresuid(65534, 65534, 65534) != 0)) {
+            say("cannot drop");
+            return;
+        }
+        const auto trial = trial_namespaces_deferred();
+        say(trial.user_namespaces && trial.fresh_proc ? "fresh-proc " : trial.detail.c_str());
+        // The trial's child is ours until reaped (a zombie or still exiting).
+        siginfo_t info{};
+        const bool pending = ::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) == 0;
+        say(pending ? "pending " : "none ");
+        reap_trial();
+        reap_trial();  // a second call has nothing to wait for
+        const bool none_left = ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD;
+        say(none_left ? "reaped" : "left");
+    });
+    ASSERT_TRUE(r.exited_zero()) << r.output;
+    EXPECT_EQ(r.output, "fresh-proc pending reaped");
 }
