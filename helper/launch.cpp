@@ -84,9 +84,11 @@ void kill_remaining_children() {
 
 // The deferred host probe, run as the tenant right before bwrap: refuse if
 // a fresh procfs cannot be mounted here (proc = private never falls back).
+// Right before bwrap, by the process that execs it (which reaps the trial's
+// child, probe.hpp) or forks it (a watcher: its supervise() reaps it).
 Status prove_private_proc(const Plan& plan) {
     if (!plan.trial_in_child) return ok_status();
-    return judge_trial(trial_namespaces(plan.creds.uid, plan.creds.gid));
+    return judge_trial(trial_namespaces_deferred());
 }
 
 // The descriptors a jail's bwrap gets besides its seccomp program (-1: none).
@@ -97,46 +99,93 @@ struct JailFds {
     int resolv{-1};  // kResolvFd: the jail's resolv.conf (isolated jails)
 };
 
-// Already the tenant: hand exactly the planned descriptors to bwrap and exec it.
-Error exec_bwrap(const Plan& plan, const JailFds& fds = {}) {
-    // Descriptors opened since start-up (syslog, PAM modules, NSS) must not
-    // reach the jail: mark every fd above 2 close-on-exec.
-    if (::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) != 0)
-        return fail(Exit::internal, "cannot mark descriptors close-on-exec");
-    // The planned descriptors, copied above every target number first: a
-    // source may sit on another one's target (with no syslog socket open,
-    // a pipe can be fd 3, which the seccomp program takes).
-    const std::pair<int, int> wanted[] = {{fds.status, kStatusFd}, {fds.info, kInfoFd}, {fds.block, kBlockFd},
-                                          {fds.resolv, kResolvFd}};
-    std::vector<std::pair<int, int>> high;
-    for (const auto& [fd, at] : wanted) {
-        if (fd < 0) continue;
-        const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, kResolvFd + 1);
-        if (copy < 0) return fail(Exit::internal, "cannot place bwrap's descriptors");
-        high.emplace_back(copy, at);
+// Everything bwrap's exec needs, prepared (allocating, opening) before the
+// last steps, which make system calls only (place_and_exec): the watcher
+// runs those in a child that shares its memory (start_bwrap_child).
+struct BwrapExec {
+    const Plan* plan{nullptr};
+    std::vector<char*> argv, envp;
+    // Each planned descriptor (the seccomp program first) as a close-on-exec
+    // copy above every target number, and its target: a source may sit on
+    // another one's target (with no syslog socket open, a pipe can be fd 3,
+    // which the seccomp program takes).
+    std::vector<UniqueFd> copies;
+    std::vector<std::pair<int, int>> place;  // {copy, target}
+    bool fault_exec{false};
+};
+
+// The steps of place_and_exec (and of the watcher's child) that can fail.
+enum ExecStep : int { kStepNone = 0, kStepTie, kStepGroup, kStepGo, kStepStderr, kStepCloexec, kStepPlace,
+                      kStepSignals, kStepExec };
+
+Error exec_step_error(const Plan& plan, int step, int err) {
+    switch (step) {
+        case kStepTie: return fail(Exit::internal, "cannot tie the jail to its parent");
+        case kStepGroup: return fail(Exit::internal, "cannot give the jail a process group of its own");
+        case kStepGo: return fail(Exit::internal, "the jail's watcher did not start");
+        case kStepStderr: return fail(Exit::internal, "cannot redirect the jail's stderr");
+        case kStepCloexec: return fail(Exit::internal, "cannot mark descriptors close-on-exec");
+        case kStepPlace: return fail(Exit::internal, "cannot place bwrap's descriptors");
+        case kStepSignals: return fail(Exit::internal, "cannot reset signal dispositions");
+        case kStepExec: return fail(Exit::host, "cannot execute " + plan.bwrap + ": " + std::strerror(err));
+        default: return fail(Exit::internal, "the jail's start failed");
     }
-    // The seccomp program, at the number the plan names (dup2 leaves the
-    // copy without close-on-exec), then the others.
+}
+
+Result<BwrapExec> prepare_bwrap_exec(const Plan& plan, const JailFds& fds) {
+    BwrapExec x;
+    x.plan = &plan;
+    x.argv = c_strings(plan.argv);
+    x.envp = c_strings(plan.env);
+    x.fault_exec = fault::fail("exec");
     auto program = seccomp_program_fd();
     if (!program) return program.error();
-    if (::dup2(program.value().get(), kSeccompFd) != kSeccompFd || ::fcntl(kSeccompFd, F_SETFD, 0) != 0)
-        return fail(Exit::internal, "cannot place the seccomp program");
-    for (const auto& [copy, at] : high)
-        if (::dup2(copy, at) != at || ::fcntl(at, F_SETFD, 0) != 0)
-            return fail(Exit::internal, "cannot place bwrap's descriptors");
+    const std::pair<int, int> wanted[] = {{program.value().get(), kSeccompFd}, {fds.status, kStatusFd},
+                                          {fds.info, kInfoFd}, {fds.block, kBlockFd}, {fds.resolv, kResolvFd}};
+    for (const auto& [fd, at] : wanted) {
+        if (fd < 0) continue;
+        UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, kResolvFd + 1));
+        if (!copy.valid()) return fail(Exit::internal, "cannot place bwrap's descriptors");
+        x.place.emplace_back(copy.get(), at);
+        x.copies.push_back(std::move(copy));
+    }
+    return x;
+}
+
+// The last steps before bwrap: system calls only, no allocation (the
+// watcher's child runs them in the watcher's memory). Returns the step that
+// failed, with errno in `err`; on success it does not return.
+int place_and_exec(const BwrapExec& x, int& err) noexcept {
+    err = 0;
+    // Descriptors opened since start-up (syslog, PAM modules, NSS) must not
+    // reach the jail: mark every fd above 2 close-on-exec.
+    if (::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) != 0) return kStepCloexec;
+    // dup2 leaves the target without close-on-exec.
+    for (const auto& [copy, at] : x.place)
+        if (::dup2(copy, at) != at || ::fcntl(at, F_SETFD, 0) != 0) return kStepPlace;
     // The helper ignored these for itself (sanitize_process, the waiting
-    // parents); the jail gets the default dispositions back.
+    // parents); the jail gets the default dispositions back, and starts
+    // with nothing blocked (sanitize_process cleared the caller's mask;
+    // only the supervisors blocked the relayed signals since).
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
     for (int sig : {SIGXFSZ, SIGTTOU, SIGTTIN, SIGTSTP})
-        if (::signal(sig, SIG_DFL) == SIG_ERR) return fail(Exit::internal, "cannot reset signal dispositions");
-    // The jail starts with nothing blocked (sanitize_process cleared the
-    // caller's mask; only the supervisors blocked the relayed signals since).
+        if (::sigaction(sig, &dfl, nullptr) != 0) return kStepSignals;
     sigset_t none;
     sigemptyset(&none);
-    if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) return fail(Exit::internal, "cannot reset the signal mask");
-    auto argv = c_strings(plan.argv);
-    auto envp = c_strings(plan.env);
-    if (!fault::fail("exec")) ::execve(plan.bwrap.c_str(), argv.data(), envp.data());
-    return fail(Exit::host, "cannot execute " + plan.bwrap + ": " + std::strerror(errno));
+    if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) return kStepSignals;
+    if (!x.fault_exec) ::execve(x.plan->bwrap.c_str(), x.argv.data(), x.envp.data());
+    err = errno;
+    return kStepExec;
+}
+
+// Already the tenant: hand exactly the planned descriptors to bwrap and exec it.
+Error exec_bwrap(const Plan& plan, const JailFds& fds = {}) {
+    auto x = prepare_bwrap_exec(plan, fds);
+    if (!x) return x.error();
+    int err = 0;
+    const int step = place_and_exec(x.value(), err);
+    return exec_step_error(plan, step, err);
 }
 
 // A one-off jail on the caller's terminal leaves the process group of the
@@ -165,30 +214,90 @@ bool await_watcher(int fd) {
     return n == 1;
 }
 
-// The bwrap child of a watcher (already the tenant). It dies with the
-// watcher until bwrap's own --die-with-parent is armed. A session jail gets
-// a session of its own; a one-off jail stays on the caller's terminal in a
-// process group of its own, and waits until the watcher has left the
-// terminal's session (see watch_jail) before anything of the jail runs.
-[[noreturn]] void bwrap_child(const Plan& plan, pid_t watcher, int stderr_fd, int go_fd, const JailFds& fds) noexcept {
-    Error e{Exit::internal, "cannot tie the jail to its parent"};
-    try {
-        const bool session = plan.own_session;
-        if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != watcher) {
-            // e already says it
-        } else if (session ? ::setsid() < 0 : !leave_process_group()) {
-            e = fail(Exit::internal, "cannot give the jail a process group of its own");
-        } else if (go_fd >= 0 && !await_watcher(go_fd)) {
-            e = fail(Exit::internal, "the jail's watcher did not start");
-        } else if (stderr_fd >= 0 && ::dup2(stderr_fd, 2) != 2) {
-            e = fail(Exit::internal, "cannot redirect the jail's stderr");
-        } else {
-            e = exec_bwrap(plan, fds);
-        }
-        report_tenant_failure(e);
-    } catch (...) {
+// The bwrap child of a watcher (already the tenant), started vfork-style:
+// clone(CLONE_VM) shares the watcher's memory until the child's execve
+// instead of copying it (a fork copied the whole address space the root
+// parent had built, PAM modules included: most of a fork's cost). Not
+// CLONE_VFORK: a one-off jail's child waits for the watcher to leave the
+// caller's session (below), so the watcher runs meanwhile; it writes
+// nothing the child reads until the child has exec'd (await_bwrap_exec).
+// The child makes system calls only: everything it needs is prepared
+// first (BwrapExec), and what went wrong is sent back on a close-on-exec
+// pipe (errno is shared with the watcher: the child reads it only for the
+// exec's error, while the watcher is blocked reading that pipe).
+//
+// It dies with the watcher until bwrap's own --die-with-parent is armed. A
+// session jail gets a session of its own; a one-off jail stays on the
+// caller's terminal in a process group of its own, and waits until the
+// watcher has left the terminal's session (see watch_jail) before anything
+// of the jail runs.
+struct BwrapChild {
+    BwrapExec exec;
+    pid_t watcher{-1};
+    bool own_session{false};
+    int stderr_fd{-1}, go_fd{-1};
+    int err_write{-1};  // by number: the watcher closes its own copy after the clone
+    UniqueFd err_read;  // end of file here: the child's write end closed in its execve
+};
+
+[[noreturn]] void bwrap_child_fails(const BwrapChild& c, int step, int err) noexcept {
+    const int msg[2] = {step, err};
+    (void)!::write(c.err_write, msg, sizeof msg);
+    ::_exit(static_cast<int>(step == kStepExec ? Exit::host : Exit::internal));
+}
+
+// The child: system calls only, on its own stack, in the watcher's memory.
+int bwrap_child_main(void* arg) noexcept {
+    const BwrapChild& c = *static_cast<const BwrapChild*>(arg);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != c.watcher) bwrap_child_fails(c, kStepTie, 0);
+    if (c.own_session ? ::setsid() < 0 : !leave_process_group()) bwrap_child_fails(c, kStepGroup, 0);
+    if (c.go_fd >= 0 && !await_watcher(c.go_fd)) bwrap_child_fails(c, kStepGo, 0);
+    if (c.stderr_fd >= 0 && ::dup2(c.stderr_fd, 2) != 2) bwrap_child_fails(c, kStepStderr, 0);
+    int err = 0;
+    const int step = place_and_exec(c.exec, err);
+    bwrap_child_fails(c, step, err);
+}
+
+// Prepares everything the child needs and starts it. Returns its pid, or
+// the error (nothing started).
+Result<pid_t> start_bwrap_child(BwrapChild& c, const Plan& plan, pid_t watcher, int stderr_fd, int go_fd,
+                                const JailFds& fds) {
+    auto exec = prepare_bwrap_exec(plan, fds);
+    if (!exec) return exec.error();
+    c.exec = std::move(exec).value();
+    c.watcher = watcher;
+    c.own_session = plan.own_session;
+    c.stderr_fd = stderr_fd;
+    c.go_fd = go_fd;
+    int err[2];
+    if (::pipe2(err, O_CLOEXEC) != 0) return fail(Exit::internal, "cannot prepare the jail's start");
+    c.err_read.reset(err[0]);
+    // Above every number the child places a descriptor on.
+    const UniqueFd err_write(::fcntl(err[1], F_DUPFD_CLOEXEC, kResolvFd + 1));  // ours closes on return
+    ::close(err[1]);
+    if (!err_write.valid()) return fail(Exit::internal, "cannot prepare the jail's start");
+    c.err_write = err_write.get();
+    // The child's stack: one per watcher, used by one child only.
+    alignas(16) static char stack[64 * 1024];
+    const int pid = fault::fail("fork_bwrap") ? -1 : ::clone(bwrap_child_main, stack + sizeof stack, CLONE_VM | SIGCHLD, &c);
+    if (pid < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
+    return static_cast<pid_t>(pid);
+}
+
+// Blocks until the child has exec'd bwrap (ok) or failed; its failure is
+// the error it reported (it exits with that error's code). Until this
+// returns, the watcher must not write memory the child reads.
+Status await_bwrap_exec(BwrapChild& c) {
+    int msg[2] = {0, 0};
+    std::size_t got = 0;
+    while (got < sizeof msg) {
+        const ssize_t n = ::read(c.err_read.get(), reinterpret_cast<char*>(msg) + got, sizeof msg - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
     }
-    ::_exit(static_cast<int>(e.code));
+    if (got == 0) return ok_status();  // end of file: the close-on-exec pipe closed in execve
+    return exec_step_error(*c.exec.plan, got == sizeof msg ? msg[0] : kStepNone, msg[1]);
 }
 
 // After bwrap exited 1: did the command run (an "exit-code" status line)
@@ -321,10 +430,11 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
         resolv = resolv_conf_fd(plan.resolv_conf);
         if (!resolv.valid()) return failed(fail(Exit::internal, "cannot prepare the jail's resolv.conf"));
     }
-    const pid_t self = ::getpid();
-    const pid_t bwrap = fault::fail("fork_bwrap") ? -1 : ::fork();
-    if (bwrap < 0) return failed(fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno)));
-    if (bwrap == 0) bwrap_child(plan, self, stderr_memfd.get(), go[0], {status[1], info[1], block[0], resolv.get()});
+    BwrapChild starting;
+    auto started = start_bwrap_child(starting, plan, ::getpid(), stderr_memfd.get(), go[0],
+                                     {status[1], info[1], block[0], resolv.get()});
+    if (!started) return failed(started.error());
+    const pid_t bwrap = started.value();
     if (reports_status) ::close(status[1]);
     const UniqueFd status_read(status[0]);
     const UniqueFd info_read(info[0]);
@@ -351,6 +461,13 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
             return failed(fail(Exit::internal, "the jail's watcher cannot leave the caller's session"));
         }
     }
+    // The child reports its own failure here, as the tenant, as a forked
+    // child did itself; it exits with that error's code, which supervise
+    // returns below.
+    if (auto exec = await_bwrap_exec(starting); !exec) report_tenant_failure(exec.error());
+    // Our copies of the planned descriptors go now, so that bwrap's end of
+    // each pipe is the only one left (end of file once it is gone).
+    starting.exec.copies.clear();
     if (isolated) {
         // The jail's command starts only once its network is up: never
         // with the host's, and never before slirp4netns is attached.
@@ -484,6 +601,7 @@ void exec_jail(const Plan& plan, pid_t expected_parent) noexcept {
             if (!null.valid()) return fail(Exit::internal, "cannot open /dev/null");
             return exec_bwrap(plan, {null.get()});
         }();
+        reap_trial();  // not exec'd: no zombie of ours outlives us (init may not reap)
         report_tenant_failure(e);
         return static_cast<int>(e.code);
     });

@@ -37,14 +37,6 @@ Status prepare_socket_dir(const std::string& home, uid_t uid);
 // Returns the exit status to hand to our caller.
 int run_attach_jail(const Plan& plan);
 
-// A connection's attach jail, under this process, which waits and relays
-// HUP/INT/QUIT/TERM to it: ttyd ends a connection with SIGHUP to the
-// helper's process group, and a ttyd run by a non-root proxy may signal
-// this process (its real uid is the proxy's) but never the tenant's bwrap.
-// The jail gets a process group of its own with the terminal's foreground.
-// Returns the exit status to hand to our caller.
-int run_attach_jail(const Plan& plan);
-
 // Whether the tenant's tmux server accepts a connection on the plan's
 // socket, asked by a child that became the tenant (root never connects to a
 // path in a tenant's home).
