@@ -323,7 +323,7 @@ def cmd_concurrent(a):
 # ------------------------------------------------------- memory and teardown
 
 def wait_for_chain(helper_pid, timeout):
-    """helper -> watcher -> bwrap -> bwrap (pid 1) -> sleep, once sleep exists."""
+    """helper [-> watcher] -> bwrap -> bwrap (pid 1) -> sleep, once sleep exists."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         d = descendants(helper_pid)
@@ -373,8 +373,16 @@ def cmd_sessions(a):
         chains.append(c)
     time.sleep(0.3)  # idle: let every process settle
     mem = [[mem_of(p) for p in c] for c in chains]
-    # The root parent and its watcher: what one PAM session itself holds.
-    pair_own = [x for x in (group_private_kib(c[:2]) for c in chains) if x is not None]
+    # What one PAM session itself holds: the helper's own processes at the
+    # head of the chain, the root parent, and a watcher when there is one
+    # (network = isolated; with network = host bwrap is the parent's child).
+    def helper_side(c):
+        n = 1
+        while n < len(c) and comm(c[n]) == comm(c[0]):
+            n += 1
+        return n
+    sides = [helper_side(c) for c in chains]
+    pair_own = [x for x in (group_private_kib(c[:n]) for c, n in zip(chains, sides)) if x is not None]
 
     teardown = []
     for c in chains:
@@ -424,12 +432,13 @@ def cmd_sessions(a):
         return round(statistics.median(xs), 3) if xs else None
 
     helper_hwm = [m[0]["VmHWM_kib"] for m in mem]
-    # What a PAM session really adds: its root parent and its watcher, each
-    # page counted once. Pss does that over the sessions: a page shared by k
-    # processes counts 1/k in each, so the sum over every session's pair is
-    # the pairs' memory with shared pages (libc, libpam, the helper's text)
-    # split among all who map them.
-    pair_pss = [m[0]["Pss_kib"] + m[1]["Pss_kib"] for m in mem]
+    # What a PAM session really adds: the helper's processes, each page
+    # counted once. Pss does that over the sessions: a page shared by k
+    # processes counts 1/k in each, so the sum over every session's is their
+    # memory with shared pages (libc, libpam, the helper's text) split among
+    # all who map them.
+    pair_pss = [sum(p["Pss_kib"] for p in m[:n]) for m, n in zip(mem, sides)]
+    watchers = [m[1] for m, n in zip(mem, sides) if n > 1]
 
     chain_hwm = [sum(p["VmHWM_kib"] for p in m) for m in mem]
     chain_rss = [sum(p["VmRSS_kib"] for p in m) for m in mem]
@@ -441,10 +450,11 @@ def cmd_sessions(a):
         "helper_VmRSS_kib_median": med([m[0]["VmRSS_kib"] for m in mem]),
         "helper_Pss_kib_median": med([m[0]["Pss_kib"] for m in mem]),
         "helper_Uss_kib_median": med([m[0]["Uss_kib"] for m in mem]),
-        # The watcher (the chain's second process, the helper's image as the tenant).
-        "watcher_VmHWM_kib_median": med([m[1]["VmHWM_kib"] for m in mem]),
-        "watcher_Pss_kib_median": med([m[1]["Pss_kib"] for m in mem]),
-        "watcher_Uss_kib_median": med([m[1]["Uss_kib"] for m in mem]),
+        # The watcher, when there is one (the helper's image as the tenant).
+        "helper_processes_per_session": sorted(set(sides)),
+        "watcher_VmHWM_kib_median": med([w["VmHWM_kib"] for w in watchers]),
+        "watcher_Pss_kib_median": med([w["Pss_kib"] for w in watchers]),
+        "watcher_Uss_kib_median": med([w["Uss_kib"] for w in watchers]),
         "chain_VmHWM_kib_median": med(chain_hwm), "chain_VmRSS_kib_median": med(chain_rss),
         "chain_Pss_kib_median": med(chain_pss),
         "chain_Uss_kib_median": med([sum(p["Uss_kib"] for p in m) for m in mem]),
@@ -452,7 +462,7 @@ def cmd_sessions(a):
         "session_pss_kib_per_session": round(sum(pair_pss) / len(pair_pss), 1),
         "session_own_kib_median": med(pair_own), "session_own_kib_max": max(pair_own) if pair_own else None,
         "session_pss_kib_max": max(pair_pss),
-        "session_uss_kib_median": med([m[0]["Uss_kib"] + m[1]["Uss_kib"] for m in mem]),
+        "session_uss_kib_median": med([sum(p["Uss_kib"] for p in m[:n]) for m, n in zip(mem, sides)]),
         "teardown_ms_median": med(done), "teardown_ms_max": max(done),
         "teardown_jail_gone_ms_median": med([t["jail_gone_ms"] for t in teardown]),
         "teardown_helper_statuses": sorted({t["helper_status"] for t in teardown}),
@@ -1024,8 +1034,10 @@ def cmd_report(a):
              "C": "clihost-jail run, session = false (setuid, caller)",
              "D": "clihost-jail run, PAM session (setuid, caller)",
              "Cr": "C called by root (info)",
-             "Dr": "D called by root (info)"}
-    for k in ("A0", "A", "B", "C", "D", "Cr", "Dr"):
+             "Dr": "D called by root (info)",
+             "Cb": "Cr with the baseline helper (CLIHOST_BENCH_BASELINE)",
+             "Db": "Dr with the baseline helper"}
+    for k in [k for k in ("A0", "A", "B", "C", "D", "Cr", "Dr", "Cb", "Db") if k in lat]:
         v = lat[k]
         print(f"  {k:<2} {names[k]:<50} median {v['median_ms']:6.2f} ms  p10 {v['p10_ms']:6.2f}  "
               f"p90 {v['p90_ms']:6.2f}  cpu {v['cpu_ms']:5.2f} ms")
@@ -1067,6 +1079,22 @@ def cmd_report(a):
           f" (Dr-Cr)/(B-A) = {pam_over_r['ratio']:.3f} ({rspread(pam_over_r)})")
     print(f"  (helper over the setpriv floor: C-A {m['C'] - m['A']:+.2f} ms; setuid exec by the caller over root's:"
           f" C-Cr {m['C'] - m['Cr']:+.2f} ms)")
+    baseline = None
+    if "Cb" in lat and "Db" in lat:
+        # The same policies run by another build of the helper (root-called,
+        # as Cr and Dr), interleaved with everything else: old and new side by side.
+        cbr, dbb, pam_over_b = lratio("Cb", "A"), lratio("Db", "B"), overhead("Db", "Cb", "B", "A")
+        new_old_c, new_old_d = lratio("Cr", "Cb"), lratio("Dr", "Db")
+        print(f"  baseline helper, root-called: Cb/A = {cbr['ratio']:.3f} ({rspread(cbr)}); Db/B = {dbb['ratio']:.3f};"
+              f" (Db-Cb)/(B-A) = {pam_over_b['ratio']:.3f} ({rspread(pam_over_b)})")
+        print(f"  this helper against the baseline: Cr/Cb = {new_old_c['ratio']:.3f} ({rspread(new_old_c)}),"
+              f" Dr/Db = {new_old_d['ratio']:.3f} ({rspread(new_old_d)}); cpu Cr/Cb {cpu['Cr'] / cpu['Cb']:.3f},"
+              f" Dr/Db {cpu['Dr'] / cpu['Db']:.3f}")
+        baseline = {"Cb_ms": m["Cb"], "Db_ms": m["Db"], "Cb_over_A": cbr["ratio"], "Db_over_B": dbb["ratio"],
+                    "pam_overhead_baseline": pam_over_b["ratio"], "Cr_over_Cb": new_old_c["ratio"],
+                    "Cr_over_Cb_spread": [new_old_c["round_min"], new_old_c["round_max"]],
+                    "Dr_over_Db": new_old_d["ratio"], "Dr_over_Db_spread": [new_old_d["round_min"], new_old_d["round_max"]],
+                    "Cb_cpu_ms": cpu["Cb"], "Db_cpu_ms": cpu["Db"], "Cr_cpu_ms": cpu["Cr"], "Dr_cpu_ms": cpu["Dr"]}
 
     def leftovers(scan, logind_n):
         return {
@@ -1111,14 +1139,16 @@ def cmd_report(a):
           f" (max {mib(sess['helper_VmHWM_kib_max']):.2f}); Pss {mib(sess['helper_Pss_kib_median']):.2f} MiB;"
           f" USS {mib(sess['helper_Uss_kib_median']):.2f} MiB")
     own = sess["session_own_kib_median"]
-    print(f"  private memory per session (root parent + watcher): pages only they map, each counted once,"
+    watched = sess["watcher_VmHWM_kib_median"] is not None
+    who = "root parent + watcher" if watched else "the root parent, its only process"
+    print(f"  private memory per session ({who}): pages only it maps, each counted once,"
           f" median {mib(own):.2f} MiB (max {mib(sess['session_own_kib_max']):.2f}); summed Pss / {sess['m']}"
-          f" {mib(sess['session_pss_kib_per_session']):.2f} MiB; USS of the two {mib(sess['session_uss_kib_median']):.2f} MiB;"
-          f" beside it VmHWM of the parent {mib(sess['helper_VmHWM_kib_median']):.2f} MiB, of the watcher"
-          f" {mib(sess['watcher_VmHWM_kib_median']):.2f} MiB" if own is not None else
+          f" {mib(sess['session_pss_kib_per_session']):.2f} MiB; USS {mib(sess['session_uss_kib_median']):.2f} MiB;"
+          f" beside it VmHWM of the parent {mib(sess['helper_VmHWM_kib_median']):.2f} MiB" if own is not None else
           "  private memory per session: pagemap unreadable")
-    print(f"  watcher: VmHWM median {mib(sess['watcher_VmHWM_kib_median']):.2f} MiB;"
-          f" Pss {mib(sess['watcher_Pss_kib_median']):.2f} MiB; USS {mib(sess['watcher_Uss_kib_median']):.2f} MiB")
+    if watched:
+        print(f"  watcher: VmHWM median {mib(sess['watcher_VmHWM_kib_median']):.2f} MiB;"
+              f" Pss {mib(sess['watcher_Pss_kib_median']):.2f} MiB; USS {mib(sess['watcher_Uss_kib_median']):.2f} MiB")
     print(f"  whole chain per session: sum VmHWM {mib(sess['chain_VmHWM_kib_median']):.2f} MiB,"
           f" sum VmRSS {mib(sess['chain_VmRSS_kib_median']):.2f} MiB, sum Pss {mib(sess['chain_Pss_kib_median']):.2f} MiB,"
           f" sum USS {mib(sess['chain_Uss_kib_median']):.2f} MiB")
@@ -1187,7 +1217,7 @@ def cmd_report(a):
         ("(D-C)/(B-A) <= 1.10", pam_over["ratio"] <= 1.10,
          f"{pam_over['ratio']:.3f} ({rspread(pam_over)}); D/B {db['ratio']:.3f}"),
         ("private memory/session <= 1 MiB", own_session <= 1024,
-         f"{mib(own_session):.2f} MiB own pages, {mib(pss_session):.2f} MiB summed Pss (parent + watcher);"
+         f"{mib(own_session):.2f} MiB own pages, {mib(pss_session):.2f} MiB summed Pss (the helper's processes);"
          f" VmHWM parent {mib(sess['helper_VmHWM_kib_max']):.2f} MiB max"),
         ("teardown < 50 ms", sess["teardown_ms_max"] < 50, f"max {sess['teardown_ms_max']:.2f} ms"),
         (f"0 failures at N={conc['n']}", conc["failures"] == 0, f"{conc['failures']} failures"),
@@ -1231,6 +1261,8 @@ def cmd_report(a):
         "connections_retried": len(retried),
         "targets": {name: ("PASS" if ok else "MISS") for name, ok, _ in targets},
     }
+    if baseline is not None:
+        summary["baseline"] = baseline
     print()
     print("BENCH " + json.dumps(summary, separators=(",", ":")))
     return 1 if conc["failures"] or left else 0

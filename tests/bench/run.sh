@@ -46,6 +46,10 @@
 #      helper's built-in path (bind-mounted in this run's mount namespace).
 #   D  the same with [pam] session = true (watcher, wait, PAM session).
 #   Cr, Dr  C and D called by root (CLIHOST_JAIL_CONFIG), for information.
+#   Cb, Db  with CLIHOST_BENCH_BASELINE=/path/to/another/clihost-jail (an
+#      earlier build, say), Cr and Dr run by that helper, interleaved with the
+#      rest: old and new side by side in one run (Cr/Cb, Dr/Db, and its own
+#      C/A and PAM overhead).
 #
 # Targets (ratios, each printed with its spread: the range of the per-round
 # ratios and the p10..p90 of run-by-run pairs within a round):
@@ -459,9 +463,15 @@ suid_conf false; cp "$SUID_CONF" "$WORK/suid-nopam.policy"
 suid_conf true; cp "$SUID_CONF" "$WORK/suid-pam.policy"
 printf '%s\0' "${BWRAP_ARGV[@]}" >"$WORK/bwrap.argv"
 printf '%s\0' "${PLAN_ENV[@]}" >"$WORK/plan.env"
-"$PY" - "$WORK" "$T1" "$CALLER" "$BIN" "$SUID_BIN" "${SECCOMP_FD:-}" "${STATUS_FD:-}" >"$WORK/variants.json" <<'PYEOF'
+BASELINE=""
+if [[ -n ${CLIHOST_BENCH_BASELINE:-} ]]; then
+    BASELINE=$(readlink -f "$CLIHOST_BENCH_BASELINE")
+    [[ -x $BASELINE ]] || die "CLIHOST_BENCH_BASELINE: $CLIHOST_BENCH_BASELINE is not an executable"
+    log "baseline helper: $BASELINE ($("$BASELINE" --version))"
+fi
+"$PY" - "$WORK" "$T1" "$CALLER" "$BIN" "$SUID_BIN" "${SECCOMP_FD:-}" "${STATUS_FD:-}" "$BASELINE" >"$WORK/variants.json" <<'PYEOF'
 import json, os, pwd, sys
-work, tenant, caller, binary, suid, sfd, tfd = sys.argv[1:8]
+work, tenant, caller, binary, suid, sfd, tfd, baseline = sys.argv[1:9]
 argv = open(f"{work}/bwrap.argv").read().split("\0")[:-1]
 penv = dict(e.split("=", 1) for e in open(f"{work}/plan.env").read().split("\0")[:-1])
 def ids(name):
@@ -474,6 +484,10 @@ t = ids(tenant)
 run = ["run", "--user", tenant, "--session", "bench", "--", "true"]
 plain = {"PATH": "/usr/bin:/bin"}
 policy = lambda n: open(f"{work}/suid-{n}.policy").read()
+old = [
+    {"name": "Cb", "argv": [baseline] + run, "env": dict(plain, CLIHOST_JAIL_CONFIG=f"{work}/nopam.conf")},
+    {"name": "Db", "argv": [baseline] + run, "env": dict(plain, CLIHOST_JAIL_CONFIG=f"{work}/pam.conf")},
+] if baseline else []
 print(json.dumps([
     {"name": "A0", "argv": argv, "env": penv, "fds": fds, "as": t},
     {"name": "A", "argv": ["/usr/bin/setpriv", f"--reuid={t[0]}", f"--regid={t[1]}", "--init-groups", "--"] + argv,
@@ -483,7 +497,7 @@ print(json.dumps([
     {"name": "D", "argv": [suid] + run, "env": plain, "as": ids(caller), "policy": policy("pam")},
     {"name": "Cr", "argv": [binary] + run, "env": dict(plain, CLIHOST_JAIL_CONFIG=f"{work}/nopam.conf")},
     {"name": "Dr", "argv": [binary] + run, "env": dict(plain, CLIHOST_JAIL_CONFIG=f"{work}/pam.conf")},
-]))
+] + old))
 PYEOF
 LAT=$(cd "$WORK" && "${NICE[@]}" "$PY" "$JB" latency --variants "$WORK/variants.json" --policy-file "$SUID_CONF" \
     --rounds "$ROUNDS" --runs "$RUNS" --warmup "$WARMUP") || die "the latency runs did not complete"
