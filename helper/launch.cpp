@@ -174,7 +174,11 @@ int place_and_exec(const BwrapExec& x, int& err) noexcept {
     sigset_t none;
     sigemptyset(&none);
     if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) return kStepSignals;
-    if (!x.fault_exec) ::execve(x.plan->bwrap.c_str(), x.argv.data(), x.envp.data());
+    if (x.fault_exec) {
+        err = ENOEXEC;  // the injected failure (tests): as an exec the kernel refused
+        return kStepExec;
+    }
+    ::execve(x.plan->bwrap.c_str(), x.argv.data(), x.envp.data());
     err = errno;
     return kStepExec;
 }
@@ -240,22 +244,27 @@ struct BwrapChild {
     UniqueFd err_read;  // end of file here: the child's write end closed in its execve
 };
 
-[[noreturn]] void bwrap_child_fails(const BwrapChild& c, int step, int err) noexcept {
+// Reports the failed step to the watcher; returns the child's exit status.
+// The child never calls a noreturn function (_exit): it returns from
+// bwrap_child_main, and clone() ends it with the exit system call (a
+// sanitizer cannot follow a noreturn call on a stack it did not make).
+int bwrap_child_fails(const BwrapChild& c, int step, int err) noexcept {
     const int msg[2] = {step, err};
     (void)!::write(c.err_write, msg, sizeof msg);
-    ::_exit(static_cast<int>(step == kStepExec ? Exit::host : Exit::internal));
+    return static_cast<int>(step == kStepExec ? Exit::host : Exit::internal);
 }
 
 // The child: system calls only, on its own stack, in the watcher's memory.
 int bwrap_child_main(void* arg) noexcept {
     const BwrapChild& c = *static_cast<const BwrapChild*>(arg);
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != c.watcher) bwrap_child_fails(c, kStepTie, 0);
-    if (c.own_session ? ::setsid() < 0 : !leave_process_group()) bwrap_child_fails(c, kStepGroup, 0);
-    if (c.go_fd >= 0 && !await_watcher(c.go_fd)) bwrap_child_fails(c, kStepGo, 0);
-    if (c.stderr_fd >= 0 && ::dup2(c.stderr_fd, 2) != 2) bwrap_child_fails(c, kStepStderr, 0);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != c.watcher)
+        return bwrap_child_fails(c, kStepTie, 0);
+    if (c.own_session ? ::setsid() < 0 : !leave_process_group()) return bwrap_child_fails(c, kStepGroup, 0);
+    if (c.go_fd >= 0 && !await_watcher(c.go_fd)) return bwrap_child_fails(c, kStepGo, 0);
+    if (c.stderr_fd >= 0 && ::dup2(c.stderr_fd, 2) != 2) return bwrap_child_fails(c, kStepStderr, 0);
     int err = 0;
     const int step = place_and_exec(c.exec, err);
-    bwrap_child_fails(c, step, err);
+    return bwrap_child_fails(c, step, err);
 }
 
 // Prepares everything the child needs and starts it. Returns its pid, or
@@ -731,31 +740,18 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
 }
 
 int run_attach_jail(const Plan& plan) {
-    // As run_supervised: nothing relayed is lost between fork and the wait,
-    // the terminal's stop keys do not stop us, and what bwrap leaves is ours.
-    if (!block_relayed_signals() || !ignore_terminal_stops() || ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
-        log::refuse("fail", "cannot set up the attach jail's parent");
-        return static_cast<int>(Exit::internal);
-    }
-    const bool had_foreground = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
-    const pid_t self = ::getpid();
-    const pid_t child = fault::fail("fork") ? -1 : ::fork();
-    if (child == 0) {
-        // A process group of its own, with the terminal's foreground: no
-        // jail process shares a group with this root process (guarantee 19).
-        if (!leave_process_group()) {
-            report_tenant_failure(fail(Exit::internal, "cannot give the jail a process group of its own"));
-            ::_exit(static_cast<int>(Exit::internal));
-        }
-        exec_jail(plan, self);
-    }
-    if (child < 0) {
-        log::refuse("fail", std::string("fork failed: ") + std::strerror(errno));
-        return static_cast<int>(Exit::internal);
-    }
-    const int status = supervise(child);
-    if (had_foreground) (void)::tcsetpgrp(0, ::getpgrp());  // SIGTTOU is ignored here
-    return exit_status_of(status);
+    // Under a watcher, as a one-off jail. bwrap 0.8 arms --die-with-parent in
+    // its sandbox only once the sandbox is set up: with bwrap as this
+    // process's own child, a SIGKILL of this process during that setup (the
+    // caller may send one: our real uid is its) left the half-built attach
+    // jail running under init, a tmux client on the connection's terminal.
+    // The watcher (the tenant, a subreaper) hears of our death as SIGHUP,
+    // relays it and SIGKILLs what bwrap leaves (test_attack_signals.py::
+    // test_sigkill_of_the_attach_helper_during_bwrap_setup_leaves_no_client).
+    auto status = run_supervised(plan, nullptr, nullptr);
+    if (status) return status.value();
+    log::refuse("fail", status.error().message);
+    return static_cast<int>(status.error().code);
 }
 
 Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end) {

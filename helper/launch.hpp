@@ -33,7 +33,9 @@ Status prepare_socket_dir(const std::string& home, uid_t uid);
 // HUP/INT/QUIT/TERM to it: ttyd ends a connection with SIGHUP to the
 // helper's process group, and a ttyd run by a non-root proxy may signal
 // this process (its real uid is the proxy's) but never the tenant's bwrap.
-// The jail gets a process group of its own with the terminal's foreground.
+// The jail gets a process group of its own with the terminal's foreground,
+// and a watcher between it and this process, as a one-off jail has (what
+// bwrap leaves when this process is SIGKILLed during its setup dies too).
 // Returns the exit status to hand to our caller.
 int run_attach_jail(const Plan& plan);
 
@@ -51,11 +53,11 @@ sigset_t relayed_signals();
 // Everything below needs nothing but the plan: who to become, what to
 // exec, with which environment, and which socket directory to make.
 
-// A one-off jail with a PAM session: fork a watcher that becomes the tenant
-// and forks and execs bwrap, wait in the parent (relaying signals), then
-// close the session. Returns the exit status to hand to our caller.
-// An isolated jail (plan.net) also gets its network, as `net` (net.hpp).
-// `pam` may be null (session = false).
+// A one-off jail (and the attach jail): fork a watcher that becomes the
+// tenant and starts bwrap, wait in the parent (relaying signals), then close
+// the PAM session. Returns the exit status to hand to our caller. An
+// isolated jail (plan.net) also gets its network, as `net` (net.hpp).
+// `pam` may be null (session = false, and the attach jail).
 Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net);
 
 // The session jail's watcher, forked by its supervisor: the tenant makes

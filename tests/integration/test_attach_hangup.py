@@ -9,12 +9,13 @@ waiting parent and relays the signal. Each connection here is a real pty,
 the helper its session leader, driven the way ttyd drives it.
 """
 import os
+import pwd
 import signal
 import sys
 
 import pytest
 
-from conftest import PROXY, spawn, wait_until
+from conftest import PROXY, proc_children, spawn, wait_until
 from ptyutil import attach, shell_ready
 
 
@@ -53,12 +54,18 @@ def test_the_attach_jail_has_a_group_of_its_own_apart_from_its_waiting_parent(ho
     client = clients(host, alice, "grp")
     assert len(client) == 1
     # The tmux client runs in the jail's pid namespace: find bwrap's side by
-    # the helper's children instead.
-    kids = [int(p) for p in open(f"/proc/{t.proc.pid}/task/{t.proc.pid}/children").read().split()]
+    # the helper's descendants instead. The helper's one child is the
+    # watcher (the tenant, in a session of its own), bwrap is the watcher's.
+    kids = proc_children(t.proc.pid)
     assert len(kids) == 1, kids
-    jail_pgid = os.getpgid(kids[0])
-    assert jail_pgid != os.getpgid(t.proc.pid)
+    watcher = kids[0]
+    assert os.stat(f"/proc/{watcher}").st_uid == pwd.getpwnam(alice).pw_uid
+    assert os.getsid(watcher) != os.getsid(t.proc.pid)
+    jail = proc_children(watcher)
+    assert len(jail) == 1, jail
+    jail_pgid = os.getpgid(jail[0])
+    assert jail_pgid not in (os.getpgid(t.proc.pid), os.getpgid(watcher))
     # ...and the terminal's foreground is the jail's group, so the keys the
     # tenant types reach tmux, not the waiting root process.
-    fg = int(open(f"/proc/{kids[0]}/stat").read().rsplit(")", 1)[1].split()[5])  # tpgid
+    fg = int(open(f"/proc/{jail[0]}/stat").read().rsplit(")", 1)[1].split()[5])  # tpgid
     assert fg == jail_pgid

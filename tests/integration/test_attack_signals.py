@@ -597,3 +597,50 @@ def test_the_tenant_killing_the_watcher_ends_the_jail_and_pam(host, alice, guard
     assert_nothing_left(host, alice)
     assert pam_lines(host, p) == (1, 1)
     guard.check()
+
+
+def test_sigkill_of_the_attach_helper_during_bwrap_setup_leaves_no_client(host, alice, guard, slow_bwrap_setup):
+    """The attach jail's bwrap is the root parent's own child (no watcher
+    between them). SIGKILL of the attach helper while bwrap's sandbox is
+    still being set up (not yet armed with --die-with-parent) must not leave
+    a tmux client running: only the session jail survives a connection."""
+    from ptyutil import PtyProcess
+    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "CLIHOST_JAIL_CONFIG": slow_bwrap_setup}
+    s = new_session()
+    first = PtyProcess([host.bin, "run", "--user", alice, "--session", s], env=env)
+    try:
+        first.write("echo UP_$((40+2))\r")
+        assert first.wait_for("UP_42", 30), first.output()
+    finally:
+        first.close()
+    def clients():
+        """The tenant's tmux clients (the attach jail's command), by argv."""
+        found = []
+        for p in host.processes_of(alice):
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    if b"\0new-session\0-A\0" in f.read():  # not bwrap's own --new-session
+                        found.append(p)
+            except OSError:
+                pass  # gone meanwhile
+        return found
+    assert wait_until(lambda: not clients(), 10), clients()
+    caught, left = 0, []
+    for _ in range(4):
+        t = PtyProcess([host.bin, "run", "--user", alice, "--session", s], env=env)
+        try:
+            if not wait_until(lambda: sandbox_child_unarmed(host, t.proc.pid) or t.proc.poll() is not None, 10,
+                              step=0.0002) or t.proc.poll() is not None:
+                continue
+            os.kill(t.proc.pid, signal.SIGKILL)
+            caught += 1
+            t.proc.wait(timeout=5)
+            if not wait_until(lambda: not clients(), 3):
+                left.append(clients())
+        finally:
+            t.close()
+        for p in clients():
+            os.kill(p, signal.SIGKILL)
+    host.run_root([host.bin, "stop", "--user", alice], config=slow_bwrap_setup)
+    assert caught >= 2
+    assert left == [], left
