@@ -8,6 +8,7 @@ import signal
 import struct
 import termios
 import threading
+import time
 
 from conftest import PROXY, start_as, wait_until
 
@@ -80,7 +81,17 @@ def attach(host, tenant, session, terms, user=PROXY):
     return t
 
 
-def shell_ready(t, tag="READY", timeout=15.0):
-    """Types an arithmetic echo and waits for its result: only a shell prints it."""
-    t.write(f"echo {tag}_$((40+2))\r")
-    return t.wait_for(f"{tag}_42", timeout)
+def shell_ready(t, tag="READY", timeout=15.0, retype=5.0):
+    """Types an arithmetic echo and waits for its result: only a shell prints
+    it. Typed again every `retype` seconds until the timeout: a line typed
+    ahead of a client that is still starting (20 tenants at once under a
+    sanitizer) can be lost before it reaches the pane, which says nothing
+    about the jail; the shell's answer is what is waited for."""
+    deadline = time.monotonic() + timeout
+    while True:
+        t.write(f"echo {tag}_$((40+2))\r")
+        left = deadline - time.monotonic()
+        if t.wait_for(f"{tag}_42", max(0.0, min(retype, left))):
+            return True
+        if time.monotonic() >= deadline:
+            return False
