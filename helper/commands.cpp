@@ -167,27 +167,50 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
     return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
 }
 
+// What every attach proves before it acts: the tenant as prepare() found
+// it (looked up again for a second attempt: `db`), and PAM's account check,
+// so that an expired tenant cannot attach to a session jail that is still
+// running (stop ends it).
+Status attach_allowed(const Prepared& p, const AccountDb* db) {
+    const Policy& policy = p.policy();
+    if (db != nullptr) {
+        auto again = validate_tenant(policy, p.tenant->account.name, *db);
+        if (!again) return again.error();
+        if (again.value().account.uid != p.tenant->account.uid)
+            return fail(Exit::refused, "tenant " + p.tenant->account.name + " refused: its uid changed");
+    }
+    if (!policy.pam_session) return ok_status();
+    if (auto st = check_pam_service(policy.pam_service); !st) return st;
+    return PamSession::check_account(policy.pam_service, p.tenant->account.name, p.caller.name);
+}
+
 // run without a command: find or start the tenant's session jail, then
 // become this connection's attach jail.
-int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start) {
+int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     const Policy& policy = p.policy();
     if (auto st = require_root(p); !st) return refuse(st.error());
     if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
     if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
     if (auto st = require_proc_sys_writable(true); !st) return refuse(st.error());
-    if (policy.pam_session) {
-        if (auto st = check_pam_service(policy.pam_service); !st) return refuse(st.error());
-        // Every attach: an expired tenant cannot attach to a session jail
-        // that is still running (stop ends it).
-        if (auto st = PamSession::check_account(policy.pam_service, p.tenant->account.name, p.caller.name); !st)
-            return refuse(st.error());
-    }
+    if (auto st = attach_allowed(p, nullptr); !st) return refuse(st.error());
     auto attach = plan_for(p, start, {JailAction::attach, *cl.session, {}});
     if (!attach) return refuse(attach.error());
-    auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
-    if (!jail) return refuse(jail.error());
-    log::audit("allow", "attach to the session jail of supervisor " + std::to_string(jail.value().pid));
-    return run_attach_jail(attach.value());
+    for (int attempt = 0;; ++attempt) {
+        auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
+        if (!jail) return refuse(jail.error());
+        log::audit("allow", "attach to the session jail of supervisor " + std::to_string(jail.value().pid));
+        const int status = run_attach_jail(attach.value());
+        if (status != kNoServerStatus) return status;
+        // The session jail found was ending: its tmux server was gone (the
+        // tenant's last shell had just exited), its supervisor not yet, and
+        // the watcher started no client. Once that jail is gone, attach
+        // again, once, to a new one, after the same checks.
+        if (attempt > 0 || !session_jail_ended(jail.value(), 5000))
+            return refuse(fail(Exit::host, "the session jail's tmux server is gone while its supervisor " +
+                                               std::to_string(jail.value().pid) + " still runs"));
+        log::audit("warn", "the session jail ended as this connection attached; attaching to a new one");
+        if (auto st = attach_allowed(p, &db); !st) return refuse(st.error());
+    }
 }
 
 // run -- COMMAND: a one-off jail of its own, never the session jail.
@@ -344,7 +367,7 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
     switch (cl.verb) {
         case Verb::print: return do_print(p, cl, start);
         case Verb::check: return do_check(p, start);
-        case Verb::run: return cl.command.empty() ? do_attach(p, cl, start) : do_command(p, cl, start);
+        case Verb::run: return cl.command.empty() ? do_attach(p, cl, start, db) : do_command(p, cl, start);
         case Verb::kill: return do_kill(p, cl, start);
         case Verb::stop: return do_stop(p, cl, db);
         case Verb::list: return do_list(p, cl, start, db);

@@ -332,14 +332,24 @@ std::string bwrap_message(int memfd) {
     return text;
 }
 
-// Polls until the session jail's tmux server accepts connections on its
-// socket, or bwrap exits, or the deadline passes. As the tenant: root
-// never connects to a path in a tenant's home.
-Status wait_for_server(const std::string& socket, pid_t bwrap, int stderr_memfd) {
+// Whether a tmux server listens on `socket` (a path that fits a
+// sockaddr_un: plan.cpp checks its length). As the tenant: root never
+// connects to a path in a tenant's home. Non-blocking: a full backlog
+// (EAGAIN) is a server that exists, and nothing here waits on the tenant.
+bool server_answers(const std::string& socket) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
-    if (socket.size() >= sizeof addr.sun_path) return fail(Exit::refused, "home path too long for a tmux socket");
+    if (socket.size() >= sizeof addr.sun_path) return false;
     std::memcpy(addr.sun_path, socket.c_str(), socket.size() + 1);
+    const UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!s.valid()) return false;
+    return ::connect(s.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 || errno == EAGAIN;
+}
+
+// Polls until the session jail's tmux server accepts connections on its
+// socket, or bwrap exits, or the deadline passes. As the tenant.
+Status wait_for_server(const std::string& socket, pid_t bwrap, int stderr_memfd) {
+    if (socket.size() >= sizeof(sockaddr_un::sun_path)) return fail(Exit::refused, "home path too long for a tmux socket");
     const auto deadline = std::time(nullptr) + kStartSeconds;
     while (std::time(nullptr) <= deadline) {
         siginfo_t info{};
@@ -348,9 +358,7 @@ Status wait_for_server(const std::string& socket, pid_t bwrap, int stderr_memfd)
             const std::string said = bwrap_message(stderr_memfd);
             return fail(Exit::host, "the session jail ended during start-up" + (said.empty() ? "" : ": " + said));
         }
-        UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        if (!s.valid()) return fail(Exit::internal, "socket failed");
-        if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return ok_status();
+        if (server_answers(socket)) return ok_status();
         ::usleep(5000);
     }
     return fail(Exit::host, "the session jail's tmux server did not start within " + std::to_string(kStartSeconds) + " s");
@@ -408,6 +416,15 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
     if (auto st = prove_private_proc(plan); !st) return failed(st.error());
     UniqueFd stderr_memfd;
     const std::string socket = plan.socket_dir + "/clihost.sock";
+    // An attach found the session jail by its supervisor's record, and that
+    // jail may be ending (the tenant's last shell just exited: tmux is gone,
+    // its supervisor not yet). Then no client starts (it could only say "no
+    // server running"): our root parent waits for that jail to end and
+    // attaches to a new one (do_attach). Silent: nothing failed yet.
+    if (plan.action == JailAction::attach && !server_answers(socket)) {
+        reap_trial();
+        return kNoServerStatus;
+    }
     if (session) {
         if (auto st = prepare_socket_dir(plan.home, plan.creds.uid); !st) return failed(st.error());
         // A socket left by a server that was SIGKILLed would answer nothing;

@@ -39,10 +39,10 @@ Status prepare_socket_dir(const std::string& home, uid_t uid);
 // Returns the exit status to hand to our caller.
 int run_attach_jail(const Plan& plan);
 
-// Whether the tenant's tmux server accepts a connection on the plan's
-// socket, asked by a child that became the tenant (root never connects to a
-// path in a tenant's home).
-bool tmux_server_answers(const Plan& plan);
+// The attach jail's status when its watcher found no tmux server on the
+// tenant's socket and started nothing (the session jail is ending): an exit
+// status no tmux client returns (it exits 0 or 1).
+inline constexpr int kNoServerStatus = 75;
 
 // Block the relayed signals (and SIGCHLD) from before the PAM session opens:
 // one arriving meanwhile stays pending and is relayed by the waiting parent,

@@ -264,6 +264,40 @@ def test_kill_of_the_last_session_ends_everything(host, alice, terms):
     assert_everything_ended(host, alice, since)
 
 
+def test_an_attach_to_a_session_jail_whose_tmux_is_gone_waits_and_gets_a_new_one(host, alice, terms):
+    """The window after the tenant's last shell exits: tmux is gone, its
+    supervisor (and so the record an attach finds) not yet. Held open here
+    by stopping the supervisor first. The attach must start no client (the
+    client could only say "no server running" and end the connection); it
+    waits for the old jail to end, then attaches to a new one."""
+    s = new_session()
+    first = attach(host, alice, s, terms)
+    assert shell_ready(first), first.output()
+    first.hangup()
+    assert first.wait(10) is not None
+    old = supervisors(host, alice)
+    assert len(old) == 1, old
+    os.kill(old[0], signal.SIGSTOP)
+    try:
+        assert host.tmux(alice, "kill-server").returncode == 0
+        assert wait_until(lambda: not host.has_tmux_session(alice, s), 5)
+        t = attach(host, alice, s, terms)
+        # Positive control of the window: the record still names a live
+        # supervisor, and no client of the new connection ran meanwhile.
+        time.sleep(1.0)
+        assert supervisors(host, alice) == old
+        assert "no server running" not in t.output(), t.output()
+        assert t.proc.poll() is None
+    finally:
+        os.kill(old[0], signal.SIGCONT)
+    assert shell_ready(t, timeout=30), t.output()[-300:]
+    assert "no server running" not in t.output(), t.output()
+    new = supervisors(host, alice)
+    assert len(new) == 1 and new != old, (old, new)
+    warn = host.audit_lines(f"session={s} decision=warn", want=1)
+    assert any("attaching to a new one" in l for l in warn), warn
+
+
 def test_stop_ends_every_session_and_everything_in_them(host, alice, terms):
     a = attach(host, alice, new_session(), terms)
     b = attach(host, alice, new_session(), terms)
