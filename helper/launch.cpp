@@ -332,18 +332,23 @@ std::string bwrap_message(int memfd) {
     return text;
 }
 
-// Whether a tmux server listens on `socket` (a path that fits a
-// sockaddr_un: plan.cpp checks its length). As the tenant: root never
-// connects to a path in a tenant's home. Non-blocking: a full backlog
-// (EAGAIN) is a server that exists, and nothing here waits on the tenant.
-bool server_answers(const std::string& socket) {
+// Connects to the tmux socket `socket` (a path that fits a sockaddr_un:
+// plan.cpp checks its length) and returns 0 or the errno. As the tenant:
+// root never connects to a path in a tenant's home. Non-blocking: nothing
+// here waits on the tenant (a full backlog is EAGAIN: a server that exists).
+int connect_tmux_socket(const std::string& socket) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
-    if (socket.size() >= sizeof addr.sun_path) return false;
+    if (socket.size() >= sizeof addr.sun_path) return ENAMETOOLONG;
     std::memcpy(addr.sun_path, socket.c_str(), socket.size() + 1);
     const UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (!s.valid()) return false;
-    return ::connect(s.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 || errno == EAGAIN;
+    if (!s.valid()) return errno;
+    return ::connect(s.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 ? 0 : errno;
+}
+
+bool server_answers(const std::string& socket) {
+    const int r = connect_tmux_socket(socket);
+    return r == 0 || r == EAGAIN;
 }
 
 // Polls until the session jail's tmux server accepts connections on its
@@ -418,10 +423,13 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
     const std::string socket = plan.socket_dir + "/clihost.sock";
     // An attach found the session jail by its supervisor's record, and that
     // jail may be ending (the tenant's last shell just exited: tmux is gone,
-    // its supervisor not yet). Then no client starts (it could only say "no
+    // its supervisor not yet; tmux leaves its socket file, which then
+    // refuses connections). Then no client starts (it could only say "no
     // server running"): our root parent waits for that jail to end and
-    // attaches to a new one (do_attach). Silent: nothing failed yet.
-    if (plan.action == JailAction::attach && !server_answers(socket)) {
+    // attaches to a new one (do_attach). Silent: nothing failed yet. Any
+    // other answer (a socket directory the tenant swapped away, say) is the
+    // client's to meet, as before.
+    if (plan.action == JailAction::attach && connect_tmux_socket(socket) == ECONNREFUSED) {
         reap_trial();
         return kNoServerStatus;
     }
