@@ -99,6 +99,12 @@ std::optional<unsigned long long> parse_stat_start_time(std::string_view stat) {
     return t;
 }
 
+std::optional<char> parse_stat_state(std::string_view stat) {
+    const auto close = stat.rfind(')');
+    if (close == std::string_view::npos || close + 2 >= stat.size() || stat[close + 1] != ' ') return std::nullopt;
+    return stat[close + 2];
+}
+
 std::optional<unsigned long long> own_start_ticks() {
     return parse_stat_start_time(read_proc("/proc/self/stat", 4096));
 }
@@ -112,8 +118,14 @@ std::string current_boot_id() {
 bool record_is_live(const SupervisorRecord& r) {
     if (r.boot_id != current_boot_id()) return false;
     const std::string proc = "/proc/" + std::to_string(r.pid);
-    const auto ticks = parse_stat_start_time(read_proc(proc + "/stat", 4096));
+    const std::string stat = read_proc(proc + "/stat", 4096);
+    const auto ticks = parse_stat_start_time(stat);
     if (!ticks || *ticks != r.start_ticks) return false;
+    // A supervisor that was killed stays a zombie, its /proc entry and start
+    // time intact, until its parent (init, or a subreaper) reaps it, which
+    // need not be at once: it serves nobody, and a new one may start.
+    const auto state = parse_stat_state(stat);
+    if (!state || *state == 'Z' || *state == 'X') return false;
     struct stat st {};
     // A supervisor runs as root: /proc/PID is root's (a tenant's process,
     // even one that reused the pid, would own its /proc/PID).

@@ -36,6 +36,10 @@ Result<SupervisorRecord> parse_record(std::string_view text);
 // ')' so that a command name with spaces or parentheses cannot shift it.
 std::optional<unsigned long long> parse_stat_start_time(std::string_view stat);
 
+// The state letter (field 3) of a /proc/PID/stat text, read the same way:
+// 'Z' for a zombie (exited, not yet reaped).
+std::optional<char> parse_stat_state(std::string_view stat);
+
 // This process's start ticks and the boot id, for a record.
 std::optional<unsigned long long> own_start_ticks();
 std::string current_boot_id();

@@ -2,7 +2,10 @@
 // start time read past a hostile command name.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <fstream>
 
 #include "runtime_state.hpp"
 
@@ -67,6 +70,40 @@ TEST(RuntimeState, StartTimeIsReadPastTheLastParenthesis) {
     EXPECT_EQ(parse_stat_start_time("77 (a) S 1 2 3 ) (x)" + rest), 123456u);
     EXPECT_FALSE(parse_stat_start_time("77 (sleep) S 1 2").has_value());
     EXPECT_FALSE(parse_stat_start_time("no parenthesis").has_value());
+}
+
+TEST(RuntimeState, StateIsReadPastTheLastParenthesis) {
+    EXPECT_EQ(parse_stat_state("77 (sleep) S 1 2 3"), 'S');
+    EXPECT_EQ(parse_stat_state("77 (a) R (x) Z 1 2 3"), 'Z');
+    EXPECT_EQ(parse_stat_state("77 (a) Z) S 1"), 'S');
+    EXPECT_FALSE(parse_stat_state("77 (sleep)").has_value());
+    EXPECT_FALSE(parse_stat_state("77 (sleep) ").has_value());
+    EXPECT_FALSE(parse_stat_state("no parenthesis").has_value());
+}
+
+TEST(RuntimeState, AZombieSupervisorIsNotLive) {
+    // A child of ours that exited and is not reaped yet: the same pid,
+    // start time and boot, and a root-owned /proc entry when run as root.
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) ::_exit(0);
+    SupervisorRecord r{"alice", 1001, child, 0, current_boot_id(), 0};
+    std::string stat;
+    for (int i = 0; i < 500; ++i) {
+        std::ifstream f("/proc/" + std::to_string(child) + "/stat");
+        std::getline(f, stat);
+        if (parse_stat_state(stat) == 'Z') break;
+        ::usleep(2000);
+    }
+    ASSERT_EQ(parse_stat_state(stat), 'Z') << stat;
+    r.start_ticks = parse_stat_start_time(stat).value();
+    EXPECT_FALSE(record_is_live(r));
+    // The control: the same record for a live process of the same owner
+    // (this one) is live when we are root, as a supervisor is.
+    SupervisorRecord self{"alice", 1001, ::getpid(), own_start_ticks().value(), current_boot_id(), 0};
+    EXPECT_EQ(record_is_live(self), ::geteuid() == 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
 }
 
 TEST(RuntimeState, OwnStartTimeAndBootIdAreReadable) {
