@@ -22,6 +22,7 @@
 #include "routes.hpp"
 #include "session.hpp"
 #include "trusted_path.hpp"
+#include "unique_fd.hpp"
 #include "version.hpp"
 
 namespace clihost {
@@ -145,6 +146,13 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
         else out.append(", PAM session ").append(p.policy().pam_service).append(" (its pam_env variables are added at launch)");
         out.append(", nested sandbox ").append(pl.nested_sandbox ? "allowed" : "not allowed");
         out.append(", network ").append(jail_net_name(pl.net)).append("\n");
+        if (req.action == JailAction::attach)
+            out.append("# at attach, the jail joins the tenant's empty network namespace when its session jail holds "
+                       "one (")
+                .append(CLIHOST_JAIL_RUNTIME_DIR)
+                .append("/")
+                .append(std::to_string(p.tenant->account.uid))
+                .append(".netns), as root before the drop, and bwrap runs without --unshare-net\n");
         for (const auto& w : pl.warnings) out.append("# warning: ").append(w).append("\n");
         out += render(pl);
         if (pl.net == JailNet::isolated) {
@@ -193,13 +201,18 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start,
     if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
     if (auto st = require_proc_sys_writable(true); !st) return refuse(st.error());
     if (auto st = attach_allowed(p, nullptr); !st) return refuse(st.error());
-    auto attach = plan_for(p, start, {JailAction::attach, *cl.session, {}});
-    if (!attach) return refuse(attach.error());
     for (int attempt = 0;; ++attempt) {
         auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
         if (!jail) return refuse(jail.error());
-        log::audit("allow", "attach to the session jail of supervisor " + std::to_string(jail.value().pid));
-        const int status = run_attach_jail(attach.value());
+        // The tenant's empty network namespace, which that session jail
+        // holds; without it (it has just ended, or could not make one) the
+        // attach jail makes its own. No network either way.
+        const UniqueFd netns = open_attach_netns(jail.value());
+        auto attach = plan_for(p, start, {JailAction::attach, *cl.session, {}, netns.valid()});
+        if (!attach) return refuse(attach.error());
+        log::audit("allow", "attach to the session jail of supervisor " + std::to_string(jail.value().pid) +
+                                ", network " + std::string(jail_net_name(attach.value().net)));
+        const int status = run_attach_jail(attach.value(), netns.get());
         if (status != kNoServerStatus) return status;
         // The session jail found was ending: its tmux server was gone (the
         // tenant's last shell had just exited), its supervisor not yet, and

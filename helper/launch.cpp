@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -543,11 +544,19 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
 
 // `parents_end`: the root parent's end of the network channel, closed here
 // so that the parent's death reads as end of file on ours.
-pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end) {
+// `join_netns`: an attach jail's network namespace (the tenant's empty
+// one), joined while still root, before the drop; -1 for none.
+pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, int join_netns = -1) {
     const pid_t self = ::getpid();
     const pid_t child = fault::fail("fork") ? -1 : ::fork();
     if (child == 0) {
         if (parents_end >= 0) ::close(parents_end);
+        if (join_netns >= 0 && (fault::fail("setns") || ::setns(join_netns, CLONE_NEWNET) != 0)) {
+            report_tenant_failure(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") +
+                                                           std::strerror(errno)));
+            ::_exit(static_cast<int>(Exit::internal));
+        }
+        if (join_netns >= 0) ::close(join_netns);
         run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, ready_fd, net_fd); });
     }
     return child;
@@ -627,6 +636,9 @@ void exec_jail(const Plan& plan, pid_t expected_parent) noexcept {
         const Error e = [&] {
             // Nobody here would attach its network: it needs a watcher.
             if (plan.net == JailNet::isolated) return fail(Exit::internal, "an isolated jail cannot be exec'd directly");
+            // Its argv makes no namespace: it would have the host's network.
+            if (plan.net == JailNet::tenant_empty)
+                return fail(Exit::internal, "a jail planned to join a namespace cannot be exec'd directly");
             if (auto st = prove_private_proc(plan); !st) return st.error();
             // Nobody waits here to read a one-off jail's status: bwrap's
             // --json-status-fd writes it to /dev/null.
@@ -708,7 +720,7 @@ int exit_status_of(int status) {
     return static_cast<int>(Exit::internal);
 }
 
-Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net) {
+Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns) {
     auto close_pam = [&] {
         if (pam == nullptr) return;
         const auto closed = pam->close();
@@ -720,6 +732,10 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
     };
     if (plan.net == JailNet::isolated && net == nullptr)
         return refused(fail(Exit::internal, "an isolated jail needs its network's credentials"));
+    // A plan that makes no namespace of its own runs only in the one it
+    // joins (its argv has no --unshare-net: it would have the host's).
+    if ((plan.net == JailNet::tenant_empty) != (join_netns >= 0))
+        return refused(fail(Exit::internal, "an attach jail joins the tenant's empty network namespace only as planned"));
     // Block the relayed signals before forking so none is lost between fork
     // and the wait loop (block_relayed_signals did so already before PAM).
     if (auto st = block_relayed_signals(); !st) return refused(st.error());
@@ -737,7 +753,7 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
     // caller (a shell, say) gets it back afterwards, as a shell's job
     // control would give it back, or it could no longer read its terminal.
     const bool had_foreground = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
-    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0]);
+    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0], join_netns);
     const int fork_errno = errno;
     if (chan[1] >= 0) ::close(chan[1]);
     if (child < 0) return refused(fail(Exit::internal, std::string("fork failed: ") + std::strerror(fork_errno)));
@@ -764,7 +780,7 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
     return exit_status_of(status);
 }
 
-int run_attach_jail(const Plan& plan) {
+int run_attach_jail(const Plan& plan, int join_netns) {
     // Under a watcher, as a one-off jail. bwrap 0.8 arms --die-with-parent in
     // its sandbox only once the sandbox is set up: with bwrap as this
     // process's own child, a SIGKILL of this process during that setup (the
@@ -773,7 +789,7 @@ int run_attach_jail(const Plan& plan) {
     // The watcher (the tenant, a subreaper) hears of our death as SIGHUP,
     // relays it and SIGKILLs what bwrap leaves (test_attack_signals.py::
     // test_sigkill_of_the_attach_helper_during_bwrap_setup_leaves_no_client).
-    auto status = run_supervised(plan, nullptr, nullptr);
+    auto status = run_supervised(plan, nullptr, nullptr, join_netns);
     if (status) return status.value();
     log::refuse("fail", status.error().message);
     return static_cast<int>(status.error().code);

@@ -36,8 +36,10 @@ Status prepare_socket_dir(const std::string& home, uid_t uid);
 // The jail gets a process group of its own with the terminal's foreground,
 // and a watcher between it and this process, as a one-off jail has (what
 // bwrap leaves when this process is SIGKILLed during its setup dies too).
+// `join_netns` (plan.net == JailNet::tenant_empty; else -1): the tenant's
+// empty network namespace, which the watcher joins as root before the drop.
 // Returns the exit status to hand to our caller.
-int run_attach_jail(const Plan& plan);
+int run_attach_jail(const Plan& plan, int join_netns);
 
 // The attach jail's status when its watcher found no tmux server on the
 // tenant's socket and started nothing (the session jail is ending): an exit
@@ -57,8 +59,10 @@ sigset_t relayed_signals();
 // tenant and starts bwrap, wait in the parent (relaying signals), then close
 // the PAM session. Returns the exit status to hand to our caller. An
 // isolated jail (plan.net) also gets its network, as `net` (net.hpp).
-// `pam` may be null (session = false, and the attach jail).
-Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net);
+// `pam` may be null (session = false, and the attach jail). `join_netns`:
+// the namespace a JailNet::tenant_empty plan joins (its watcher, as root,
+// before the drop), -1 for any other plan; a mismatch is refused.
+Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns = -1);
 
 // The session jail's watcher, forked by its supervisor: the tenant makes
 // the tmux socket directory, starts bwrap (in a session of its own) and

@@ -45,6 +45,7 @@ std::string_view jail_action_name(JailAction action) {
 std::string_view jail_net_name(JailNet net) {
     switch (net) {
         case JailNet::none: return "none";
+        case JailNet::tenant_empty: return "none (the tenant's empty namespace)";
         case JailNet::host: return "host";
         case JailNet::isolated: return "isolated";
     }
@@ -142,8 +143,10 @@ std::vector<std::string> render_bwrap_argv(const Plan& plan) {
     // A client jail reaches the session jail through the socket's path
     // (path sockets do not depend on the network namespace) and nothing else.
     // An isolated jail's network namespace has only slirp4netns's link to
-    // the outside, attached (net.hpp) while bwrap waits on kBlockFd.
-    if (plan.net != JailNet::host) a.emplace_back("--unshare-net");
+    // the outside, attached (net.hpp) while bwrap waits on kBlockFd. An
+    // attach jail that joins the tenant's empty namespace (its watcher does,
+    // as root, before the drop) makes none.
+    if (plan.net == JailNet::none || plan.net == JailNet::isolated) a.emplace_back("--unshare-net");
     if (plan.net == JailNet::isolated)
         a.insert(a.end(), {"--info-fd", std::to_string(kInfoFd), "--block-fd", std::to_string(kBlockFd)});
     // No nested user namespaces unless the operator allows them for the
@@ -244,9 +247,12 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     plan.creds = creds_of(tenant);
     plan.home = t.home;
     plan.bwrap = policy.bwrap;
-    plan.net = is_client_action(request.action) ? JailNet::none
-               : policy.network == NetworkMode::host ? JailNet::host
-                                                     : JailNet::isolated;
+    if (request.joins_tenant_netns && request.action != JailAction::attach)
+        return fail(Exit::internal, "only an attach jail joins the tenant's empty network namespace");
+    plan.net = request.joins_tenant_netns                 ? JailNet::tenant_empty
+               : is_client_action(request.action)         ? JailNet::none
+               : policy.network == NetworkMode::host      ? JailNet::host
+                                                          : JailNet::isolated;
     if (plan.net == JailNet::isolated) {
         plan.net_argv = user_net_argv();
         plan.resolv_conf = std::string(kJailResolvConf);

@@ -34,6 +34,9 @@ inline constexpr int kResolvFd = 7;
 // A jail's network.
 enum class JailNet {
     none,      // client jails: no network at all (--unshare-net)
+    tenant_empty,  // an attach jail: no network at all, in the tenant's empty
+                   // namespace its session jail holds (joined before bwrap:
+                   // no --unshare-net, whose namespace costs every connection)
     host,      // network = host: the host's, shared
     isolated,  // network = isolated: its own namespace with slirp4netns
 };
@@ -61,6 +64,9 @@ struct Request {
     JailAction action{JailAction::attach};
     std::string session;               // attach and kill_session
     std::vector<std::string> command;  // command only
+    // attach only: the tenant's empty network namespace is at hand (its
+    // session jail holds one) and the attach jail joins it.
+    bool joins_tenant_netns{false};
 };
 
 // One filesystem step of the jail, in bwrap's order.

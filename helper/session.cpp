@@ -126,8 +126,17 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
                          static_cast<long long>(std::time(nullptr))};
     if (up && (rec.start_ticks == 0 || rec.boot_id.empty()))
         up = fail(Exit::internal, "cannot read this process's start time");
+    //    Before it, the attach jails' empty network namespace. Without one
+    //    (a host that forbids the mount), each attach jail makes its own.
+    bool attach_netns = false;
+    if (up) {
+        const auto made = dir.make_attach_netns(t.uid);
+        attach_netns = made.ok();
+        if (!made) log::audit("warn", made.error().message + "; every attach jail makes its own");
+    }
     if (up) up = dir.write(rec);
     if (!up) {
+        if (attach_netns) dir.remove_attach_netns(t.uid);
         if (watcher) {
             // While bwrap waits on its --block-fd, the watcher holds the
             // write end and bwrap would read its death as the go-ahead: with
@@ -147,6 +156,9 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
     // 7. Wait for the jail to end (its last tmux session, `stop`, or the
     //    watcher's death), relaying signals; then leave nothing behind.
     const int status = supervise(watcher.value());
+    // The namespace before the record: once the record is gone, a new
+    // supervisor may make its own under the same name.
+    if (attach_netns) dir.remove_attach_netns(t.uid);
     dir.remove_if(t.uid, rec.pid);
     std::string closed = pam ? ", PAM session closed" : "";
     if (pam)
@@ -211,6 +223,12 @@ std::optional<SupervisorRecord> find_session_jail(uid_t uid) {
     return r;
 }
 
+UniqueFd open_attach_netns(const SupervisorRecord& r) {
+    auto dir = RuntimeDir::open();
+    if (!dir) return UniqueFd();
+    return dir.value().open_attach_netns(r.uid);
+}
+
 bool session_jail_ended(const SupervisorRecord& r, int millis) {
     const UniqueFd pidfd = open_supervisor(r);
     if (!pidfd.valid()) return true;
@@ -239,6 +257,8 @@ Result<bool> stop_session_jail(uid_t uid) {
     const UniqueFd pidfd = open_supervisor(*r);
     if (!pidfd.valid()) {
         // A record left by a crash or a reboot: not trusted, not followed.
+        // What its supervisor would have removed goes with it.
+        dir.value().remove_attach_netns(uid);
         dir.value().remove_if(uid, r->pid);
         return false;
     }
@@ -249,6 +269,7 @@ Result<bool> stop_session_jail(uid_t uid) {
         // Its watcher hears of its death (parent-death signal) and ends the jail.
         (void)signal_pidfd(pidfd.get(), SIGKILL);
         (void)wait_pidfd(pidfd.get(), 2);
+        dir.value().remove_attach_netns(uid);
         dir.value().remove_if(uid, r->pid);
         log::audit("warn", "the session jail's supervisor did not end within " + std::to_string(kStopSeconds) +
                                " s and was killed");

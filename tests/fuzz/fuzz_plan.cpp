@@ -311,6 +311,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                           JailAction::list_sessions, JailAction::command});
     request.session = word(in);
     if (in.ConsumeBool()) request.command = words(in, 4);
+    request.joins_tenant_netns = in.ConsumeBool();
     HostProbe probe = make_probe(in, policy);
     // Only proc = private may defer the trial (what commands.cpp does).
     probe.trial_deferred = policy.proc == ProcMode::private_only && in.ConsumeBool();
@@ -332,7 +333,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const auto dashdash = std::find(a.begin(), a.end(), "--");
         const bool client = is_client_action(request.action);
         const bool isolated = !client && policy.network == NetworkMode::isolated;
-        check((client || isolated) == (std::find(a.begin(), dashdash, "--unshare-net") != dashdash));
+        // An attach jail that joins the tenant's empty namespace makes none
+        // (its watcher joins it as root); only an attach jail joins one.
+        const bool joins = request.joins_tenant_netns;
+        check(!joins || request.action == JailAction::attach);
+        check(joins == (plan.value().net == JailNet::tenant_empty));
+        check(((client && !joins) || isolated) == (std::find(a.begin(), dashdash, "--unshare-net") != dashdash));
         check(isolated == (std::find(a.begin(), dashdash, "--block-fd") != dashdash));
         check(isolated == (plan.value().net == JailNet::isolated) && isolated == !plan.value().net_argv.empty());
         check((request.action == JailAction::serve) == (std::find(a.begin(), dashdash, "--new-session") != dashdash));

@@ -83,3 +83,32 @@ def test_fault_variable_is_ignored_by_the_shipped_build(host, alice):
     s = new_session()
     r = host.run_root(host.jail(alice, "echo RAN", session=s), env={"PATH": "/usr/bin:/bin", "CLIHOST_JAIL_FAULT": "exec"})
     assert r.returncode == 0 and "RAN" in r.stdout
+
+
+def test_an_attach_that_cannot_join_the_tenants_namespace_fails_closed(host, faults_bin, alice):
+    """setns into the tenant's empty network namespace fails in the attach
+    jail's watcher (before the drop): no tmux client starts (its argv has no
+    --unshare-net: it would have the host's network), one line on stderr,
+    exit 4, an audit line; the session jail itself is not harmed."""
+    host.run_root([host.bin, "stop", "--user", alice])
+    s = new_session()
+    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "setns"}
+    r = host.run_root([faults_bin, "run", "--user", alice, "--session", s], env=env)
+    assert r.returncode == 4, r
+    assert_refusal_line(r, codes=(4,))
+    assert "cannot join the tenant's empty network namespace" in r.stderr, r.stderr
+    clients = []
+    for p in host.processes_of(alice):  # a client: tmux -N ... new-session -A
+        try:
+            argv = open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].endswith(b"tmux") and b"new-session" in argv and b"-N" in argv:
+            clients.append(p)
+    assert clients == [], clients
+    lines = host.audit_lines(f"session={s}", want=2)
+    assert any("decision=fail" in l and "cannot join the tenant's empty network namespace" in l for l in lines), lines
+    # The session jail started and still runs.
+    listed = host.run_root([host.bin, "list"])
+    assert f"tenant={alice} " in listed.stdout, listed
+    host.run_root([host.bin, "stop", "--user", alice])

@@ -586,6 +586,133 @@ def test_the_attach_jail_has_no_network(host, alice, net, terms, mode):
         assert got[0] != "ok:" + host_netns() and sorted(jail_ifaces) == ["lo", "tap0"], got
 
 
+def _attach_netns(tenant):
+    """The tenant's empty network namespace its session jail holds for the
+    attach jails: RUNTIME_DIR/UID.netns, as readlink shows a namespace."""
+    path = os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(tenant).pw_uid}.netns")
+    return path, f"net:[{os.stat(path).st_ino}]"
+
+
+def _mounted_at(path):
+    with open("/proc/self/mountinfo") as f:
+        return sum(1 for l in f if l.split()[4] == path)
+
+
+def _addresses(pid):
+    """The addresses of the network namespace of pid (ip, as root)."""
+    return sh("nsenter", f"--net=/proc/{pid}/ns/net", "ip", "-o", "addr", "show").stdout.strip()
+
+
+def test_a_tenants_attach_jails_share_one_empty_namespace_that_reaches_nothing(host, alice, bob, net, targets,
+                                                                                 terms):
+    """An attach jail joins the empty network namespace its tenant's session
+    jail holds (RUNTIME_DIR/UID.netns) instead of making one per connection:
+    both of alice's connections are in hers, bob's in his, none in the
+    host's. From inside it (the tenant's tmux server makes its client run
+    a command: detach-client -E), nothing of the host or of bob answers, the
+    loopback has no address, and the tenant cannot bring it up. The
+    controls: the same probes from the session jail, which shares the
+    host's network here (network = host), reach every target; the tenant
+    brings up the loopback of a namespace it owns. After `stop` the
+    namespace's name and mount are gone."""
+    conf = net.config("host")
+    for t in (alice, bob):
+        host.run_root([host.bin, "stop", "--user", t])
+    t1 = _session(host, alice, terms, config=conf)
+    t2 = _session(host, alice, terms, config=conf)
+    tb = _session(host, bob, terms, config=conf)
+    path, ns = _attach_netns(alice)
+    bpath, bns = _attach_netns(bob)
+    assert _mounted_at(path) == 1 and _mounted_at(bpath) == 1
+    clients = _attach_clients(alice)
+    assert len(clients) == 2, clients
+    assert [os.readlink(f"/proc/{c}/ns/net") for c in clients] == [ns, ns]
+    (bclient,) = _attach_clients(bob)
+    assert os.readlink(f"/proc/{bclient}/ns/net") == bns and bns != ns
+    assert host_netns() not in (ns, bns)
+    assert _ifaces(clients[0]) == ["lo"] and _addresses(clients[0]) == ""
+
+    names, probes, want = batch(targets["probes"])
+    # The control: the session jail (network = host) reaches all of them.
+    control = _probe_in_session(host, alice, t2, probes)
+    assert control == ["ok:" + w for w in want], list(zip(names, control))
+    # The attach jail of t1, running the probes in place of its tmux client.
+    inp, out = write_probes(host, alice, probes + [{"kind": "netns"}, {"kind": "read", "path": "/proc/net/dev"}])
+    lo = os.path.join(host.home(alice), f"ctj-lo-{uuid.uuid4().hex[:8]}")
+    cmd = (f"python3 {host.home(alice)}/{PROBE} probe {inp} {out}; "
+           f"ip link set lo up >{lo} 2>&1; echo status=$? >>{lo}")
+    t1.write(f"tmux detach-client -E '{cmd}'\r")
+    assert t1.wait(20) == 0, t1.output()[-2000:]
+    got = read_results(inp, out)
+    results = dict(zip(names, got))
+    for n in names:
+        assert not results[n].startswith("ok"), (n, results)
+    assert got[len(names)] == "ok:" + ns, got
+    assert [l.split(":")[0].strip() for l in got[len(names) + 1].removeprefix("ok:").splitlines()[2:]] == ["lo"]
+    with open(lo) as f:
+        said = f.read()
+    os.unlink(lo)
+    assert "Operation not permitted" in said and "status=2" in said, said
+    assert _addresses(clients[1]) == ""
+    # The control for that probe: the tenant, outside any jail, in a network
+    # namespace of its own user namespace, brings its loopback up.
+    r = host.run_as(alice, ["unshare", "--user", "--map-root-user", "--net", "sh", "-c",
+                            "ip link set lo up; echo status=$?"])
+    assert r.stdout.strip() == "status=0", r
+
+    for t in (t2, tb):
+        t.hangup()
+    host.run_root([host.bin, "stop", "--user", alice])
+    assert not os.path.exists(path) and _mounted_at(path) == 0
+    assert os.path.exists(bpath) and _mounted_at(bpath) == 1
+    host.run_root([host.bin, "stop", "--user", bob])
+    assert not os.path.exists(bpath) and _mounted_at(bpath) == 0
+
+
+def test_an_attach_jail_without_the_tenants_namespace_makes_its_own(host, alice, net, terms):
+    """The tenant's namespace gone while its session jail runs (its name
+    unmounted and removed): a new connection still attaches, in a namespace
+    of its own (not the host's, not the old one), and says so in its audit
+    line. Never a client with the host's network."""
+    host.run_root([host.bin, "stop", "--user", alice])
+    _session(host, alice, terms, config=net.isolated)
+    path, ns = _attach_netns(alice)
+    # Lazily, as the helper removes it (the connection's helper holds it open).
+    sh("umount", "--lazy", path)
+    os.unlink(path)
+    before = set(_attach_clients(alice))
+    t = _session(host, alice, terms, config=net.isolated)
+    (client,) = set(_attach_clients(alice)) - before
+    own = os.readlink(f"/proc/{client}/ns/net")
+    assert own not in (host_netns(), ns)
+    assert _ifaces(client) == ["lo"]
+    lines = host.audit_lines("attach to the session jail of supervisor", want=1)
+    assert lines[-1].rstrip().endswith(", network none\""), lines[-1]
+    t.hangup()
+
+
+def test_a_killed_supervisors_namespace_is_replaced_or_removed(host, alice, net, terms):
+    """SIGKILL to the supervisor leaves its namespace's mount (nothing of it
+    runs any more); the next session jail replaces it with a new one (one
+    mount, a new namespace), and `stop` on a dead record removes it."""
+    host.run_root([host.bin, "stop", "--user", alice])
+    t = _session(host, alice, terms, config=net.isolated)
+    path, ns = _attach_netns(alice)
+    os.kill(_supervisor_of(host, alice), 9)
+    assert t.wait(20) is not None
+    assert _mounted_at(path) == 1
+    _session(host, alice, terms, config=net.isolated)
+    path, renewed = _attach_netns(alice)
+    assert renewed != ns and _mounted_at(path) == 1
+    (client,) = _attach_clients(alice)
+    assert os.readlink(f"/proc/{client}/ns/net") == renewed
+    os.kill(_supervisor_of(host, alice), 9)
+    assert wait_until(lambda: not _attach_clients(alice), 20)
+    r = host.run_root([host.bin, "stop", "--user", alice])
+    assert r.returncode == 0 and "no session jail was running" in r.stdout, r
+    assert not os.path.exists(path) and _mounted_at(path) == 0
+
+
 @pytest.mark.parametrize("pam", ["true", "false"])
 def test_one_off_jails_leave_no_network_process(host, alice, net, pam):
     """A one-off jail, with or without a PAM session (the helper would

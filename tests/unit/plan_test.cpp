@@ -301,6 +301,38 @@ TEST(Plan, ClientJailsNeverStartAServerAndHaveNoNetwork) {
               (std::vector<std::string>{"/usr/bin/tmux", "-N", "-S", kSocket, "list-sessions", "-F", "#{session_name}"}));
 }
 
+TEST(Plan, AnAttachJailJoiningTheTenantsEmptyNamespaceMakesNoneOfItsOwn) {
+    for (NetworkMode mode : {NetworkMode::isolated, NetworkMode::host}) {
+        Policy pol;
+        pol.network = mode;
+        auto own = plan_with(pol, full_probe(), Request{JailAction::attach, "main", {}});
+        auto joined = plan_with(pol, full_probe(), Request{JailAction::attach, "main", {}, true});
+        ASSERT_TRUE(own.ok() && joined.ok());
+        EXPECT_EQ(own.value().net, JailNet::none);
+        EXPECT_EQ(joined.value().net, JailNet::tenant_empty);
+        EXPECT_EQ(jail_net_name(joined.value().net), "none (the tenant's empty namespace)");
+        // The same jail, less --unshare-net: no other network flag, no
+        // warning, nothing of an isolated jail's start-up.
+        auto without = own.value().argv;
+        without.erase(std::find(without.begin(), without.end(), "--unshare-net"));
+        EXPECT_EQ(joined.value().argv, without);
+        EXPECT_TRUE(joined.value().warnings.empty());
+        EXPECT_TRUE(joined.value().net_argv.empty());
+        EXPECT_TRUE(joined.value().resolv_conf.empty());
+    }
+    // Only an attach jail joins it: a session or one-off jail has a network
+    // of its own (or the host's), and kill/list start without one at hand.
+    for (JailAction a : {JailAction::serve, JailAction::command, JailAction::kill_session, JailAction::list_sessions}) {
+        Policy pol;
+        pol.allow_caller_command = true;
+        Request r{a, a == JailAction::kill_session ? "main" : "", {}, true};
+        if (a == JailAction::command) r.command = {"/bin/true"};
+        auto p = plan_with(pol, full_probe(), r);
+        ASSERT_FALSE(p.ok()) << jail_action_name(a);
+        EXPECT_EQ(p.error().message, "only an attach jail joins the tenant's empty network namespace");
+    }
+}
+
 TEST(Plan, ACommandBelongsToACommandJailOnly) {
     Policy pol;
     pol.allow_caller_command = true;
