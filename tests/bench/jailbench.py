@@ -734,8 +734,24 @@ def cmd_reconnect(a):
         print(json.dumps({"error": f"unexpected attach plan: {a.plan}"}))
         return 1
     seccomp_fd = int(floor_argv[floor_argv.index("--seccomp") + 1])
+    # `print` shows the self-contained argv (--unshare-net); an attach to a
+    # running session jail joins the tenant's empty namespace instead and
+    # runs that argv without it (the join, a setns by its root watcher,
+    # costs microseconds), so the floor does too, in the host's namespace.
+    # --floor-own-netns keeps the flag (the floor of an attach that makes
+    # a namespace of its own, as before the shared one).
+    if not a.floor_own_netns:
+        floor_argv = [w for w in floor_argv if w != "--unshare-net"]
     floor = (floor_argv, floor_env, creds, pw.pw_dir)
     floor_fd = (a.seccomp_file, seccomp_fd)
+    # Old against new (--baseline-bin, an earlier build with the same
+    # built-in runtime directory): both root-called, on the same session
+    # jail, interleaved with the rest.
+    side = {}
+    if a.baseline_bin:
+        side = {"jail_root": ([a.bin, "run", "--user", a.tenant, "--session", a.session], attach_env(a.config), None, "/"),
+                "base": ([a.baseline_bin, "run", "--user", a.tenant, "--session", a.session], attach_env(a.config),
+                         None, "/")}
     try:
         # Set-up (untimed): the session jail with session S, started by a first
         # connection; the plain server, started as the tenant by `new-session -A`.
@@ -749,14 +765,14 @@ def cmd_reconnect(a):
             if v == "floor":
                 c, ms = connect(*floor, marker, "reconnect (floor)", floor_fd)
             else:
-                c, ms = connect(*attach[v], marker, f"reconnect ({v})")
+                c, ms = connect(*(attach.get(v) or side[v]), marker, f"reconnect ({v})")
             c.hangup()
             return ms
 
         # Every J run must be a reconnect to the same session jail, never a
         # fresh start (which the first-connection part measures).
         sup = supervisor_of(a, a.tenant)
-        rounds = interleaved(["jail", "floor", "plain"], a.rounds, a.runs, a.warmup, one)
+        rounds = interleaved(["jail", "floor", "plain", *side], a.rounds, a.runs, a.warmup, one)
         if sup is None or supervisor_of(a, a.tenant) != sup:
             raise RuntimeError(f"the session jail of {a.tenant} did not stay the same during the reconnects")
         # Memory of one connection of each kind while attached (both at once).
@@ -774,7 +790,14 @@ def cmd_reconnect(a):
             kill_plain_server(creds, pw, sock)
         except RuntimeError as e:
             eprint(f"jailbench: {e}")
+    extra = {}
+    if side:
+        extra = {"jail_root": latency_summary([x for r in rounds for x in r["jail_root"]]),
+                 "base": latency_summary([x for r in rounds for x in r["base"]]),
+                 "jail_root_over_base": ratio_summary(rounds, "jail_root", "base"),
+                 "base_over_plain": ratio_summary(rounds, "base", "plain")}
     print(json.dumps({
+        **extra,
         "tenant": a.tenant, "rounds": a.rounds, "runs_per_round": a.runs,
         "jail": latency_summary([x for r in rounds for x in r["jail"]]),
         "plain": latency_summary([x for r in rounds for x in r["plain"]]),
@@ -1180,6 +1203,15 @@ def cmd_report(a):
     print(f"  J/P = {rr['ratio']:.3f}   ({spread(rr)}); J-P {rec['jail']['median_ms'] - rec['plain']['median_ms']:+.2f} ms")
     print(f"  J0/P = {fp0['ratio']:.3f} ({spread(fp0)}): the jail alone;"
           f"  J/J0 = {jf['ratio']:.3f} ({spread(jf)}): the helper (J-J0 {rec['jail']['median_ms'] - rec['floor']['median_ms']:+.2f} ms)")
+    if "base" in rec:
+        jb, bp = rec["jail_root_over_base"], rec["base_over_plain"]
+        lat(rec["jail_root"], "Jr J called by root (info)")
+        lat(rec["base"], "Jb Jr with the baseline helper (CLIHOST_BENCH_BASELINE)")
+        print(f"  this helper against the baseline: Jr/Jb = {jb['ratio']:.3f} ({spread(jb)}); Jb/P = {bp['ratio']:.3f}")
+        baseline = baseline if baseline is not None else {}
+        baseline.update({"Jr_ms": rec["jail_root"]["median_ms"], "Jb_ms": rec["base"]["median_ms"],
+                         "Jr_over_Jb": jb["ratio"], "Jr_over_Jb_spread": [jb["round_min"], jb["round_max"]],
+                         "Jb_over_P": bp["ratio"]})
     print(f"first connection (nothing runs): {first['rounds']} rounds x {first['runs_per_round']} interleaved")
     lat(first["session"], "F  clihost-jail run: session jail start + attach")
     lat(first["oneoff"], "O  clihost-jail run -- tmux new-session (one-off jail)")
@@ -1309,6 +1341,10 @@ def main():
         p.add_argument("--warmup", type=int, default=1)
     rc.add_argument("--plan", required=True, help="the attach jail's plan, the last line of `clihost-jail print`")
     rc.add_argument("--seccomp-file", required=True, help="the seccomp program the helper hands bwrap")
+    rc.add_argument("--baseline-bin", default="",
+                    help="another build of the helper: Jr (this one) and Jb (that one), root-called, interleaved")
+    rc.add_argument("--floor-own-netns", action="store_true",
+                    help="J0 keeps --unshare-net (an attach jail with a network namespace of its own)")
     sm = sub.add_parser("session-memory")
     sm.add_argument("--m", type=int, required=True)
     sm.add_argument("--tenants", required=True)

@@ -49,7 +49,10 @@
 #   Cb, Db  with CLIHOST_BENCH_BASELINE=/path/to/another/clihost-jail (an
 #      earlier build, say), Cr and Dr run by that helper, interleaved with the
 #      rest: old and new side by side in one run (Cr/Cb, Dr/Db, and its own
-#      C/A and PAM overhead).
+#      C/A and PAM overhead). The reconnect part then adds Jr (J called by
+#      root) and Jb (the same by that helper) on the same session jail: Jr/Jb.
+#      The baseline must be built with the bench's runtime directory
+#      (-DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-bench), as run.sh builds.
 #
 # Targets (ratios, each printed with its spread: the range of the per-round
 # ratios and the p10..p90 of run-by-run pairs within a round):
@@ -66,7 +69,9 @@
 #   reconnect  J: `clihost-jail run --user T --session S` (setuid, run by
 #              the caller) with T's session jail running, against P: `tmux -S SOCK attach -t S` exec'd as T
 #              on a tmux server T started outside any jail; J0: the attach
-#              jail's bwrap argv exec'd as T (the floor of any jail, info).
+#              jail's bwrap argv exec'd as T (the floor of any jail, info),
+#              as an attach runs it: without --unshare-net (it joins the
+#              tenant's empty namespace, which its session jail holds).
 #   first      no session jail: its start plus the attach (`stop` between
 #              runs), against a one-off jail running `tmux new-session` (the
 #              launch model before session jails) and a plain `tmux
@@ -549,7 +554,7 @@ ATTACH_PLAN=$(cd "$WORK" && env -i PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK
 suid_conf true
 "${SJ[@]}" reconnect --tenant "$T1" --session bench --rounds "$SJ_ROUNDS" --runs "$SJ_RUNS" --warmup 2 \
     --plan "$ATTACH_PLAN" --seccomp-file "$WORK/seccomp.bpf" --suid-bin "$SUID_BIN" --caller "$CALLER" \
-    "${SJ_OPTS[@]}" >"$WORK/reconnect.json" ||
+    ${BASELINE:+--baseline-bin "$BASELINE"} "${SJ_OPTS[@]}" >"$WORK/reconnect.json" ||
     die "the reconnect run did not complete"
 log "6. session jails, first connection: ${SJ_ROUNDS} round(s) x ${SJ_FIRST} per variant"
 "${SJ[@]}" first --tenant "${TENANTS[1]}" --session first --rounds "$SJ_ROUNDS" --runs "$SJ_FIRST" --warmup 1 \
