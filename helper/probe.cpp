@@ -81,8 +81,18 @@ int trial_clone(bool reap) {
                                   CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, nullptr);
     // EAGAIN: the uid is at its RLIMIT_NPROC, which says nothing about namespaces.
     if (pid < 0) return errno == EAGAIN ? kTrialProcessLimit : kTrialNoUserns;
-    const int code = trial_report;
+    int code = trial_report;
     unreaped_trial = pid;
+    // No report in our memory: the child was killed before it wrote one, or
+    // it never shared our memory (valgrind runs a CLONE_VM | CLONE_VFORK
+    // clone as a fork: bench --profile). Its exit status says which.
+    if (code == kTrialNoReport) {
+        int status = 0;
+        pid_t got;
+        while ((got = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
+        unreaped_trial = 0;
+        if (got == pid && WIFEXITED(status) && WEXITSTATUS(status) != kTrialNoReport) code = WEXITSTATUS(status);
+    }
     if (reap) reap_trial();
     return code == kTrialNoReport ? kTrialForkFailed : code;
 }
