@@ -12,6 +12,7 @@
 #include "cli.hpp"
 #include "config_file.hpp"
 #include "container_check.hpp"
+#include "fault.hpp"
 #include "launch.hpp"
 #include "log.hpp"
 #include "net.hpp"
@@ -200,7 +201,15 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start,
     if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
     if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
     if (auto st = require_proc_sys_writable(true); !st) return refuse(st.error());
-    if (auto st = attach_allowed(p, nullptr); !st) return refuse(st.error());
+    // A reconnect (the tenant's session jail runs), the hot path: PAM's
+    // account check runs while bwrap sets the attach jail up, which starts
+    // its tmux client only once the check has passed (run_attach_jail's
+    // gate). A first connection checks before a session jail starts.
+    bool checked = false;
+    if (!find_session_jail(p.tenant->account.uid)) {
+        if (auto st = attach_allowed(p, nullptr); !st) return refuse(st.error());
+        checked = true;
+    }
     for (int attempt = 0;; ++attempt) {
         auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
         if (!jail) return refuse(jail.error());
@@ -211,9 +220,16 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start,
         auto attach = plan_for(p, start, {JailAction::attach, *cl.session, {}, netns.valid()});
         if (!attach) return refuse(attach.error());
         log::audit("allow", "attach to the session jail of supervisor " + std::to_string(jail.value().pid) +
-                                ", network " + std::string(jail_net_name(attach.value().net)));
-        const int status = run_attach_jail(attach.value(), netns.get());
-        if (status != kNoServerStatus) return status;
+                                ", network " + std::string(jail_net_name(attach.value().net)) +
+                                (checked ? "" : ", the PAM account check running as bwrap sets up"));
+        const auto status = run_attach_jail(attach.value(), netns.get(), [&]() -> Status {
+            if (checked) return ok_status();
+            if (fault::fail("slow_account_check")) ::sleep(2);
+            return attach_allowed(p, nullptr);
+        });
+        if (!status) return refuse(status.error());
+        checked = true;
+        if (status.value() != kNoServerStatus) return status.value();
         // The session jail found was ending: its tmux server was gone (the
         // tenant's last shell had just exited), its supervisor not yet, and
         // the watcher started no client. Once that jail is gone, attach

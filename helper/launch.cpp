@@ -410,7 +410,7 @@ UniqueFd resolv_conf_fd(const std::string& text) {
 // --die-with-parent) is re-parented to the watcher and SIGKILLed.
 // For the session jail it first makes the socket directory and reports on
 // `ready_fd` once the tmux server is up. Returns its exit status.
-int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
+int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
     const bool session = plan.action == JailAction::serve;
     const bool isolated = plan.net == JailNet::isolated;
     auto failed = [&](const Error& e) {
@@ -419,6 +419,7 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
         return static_cast<int>(e.code);
     };
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return failed(fail(Exit::internal, "cannot set up the jail's watcher"));
+    if (plan.gated == (gate_fd < 0)) return failed(fail(Exit::internal, "an attach jail waits on its gate, and only it"));
     if (auto st = prove_private_proc(plan); !st) return failed(st.error());
     UniqueFd stderr_memfd;
     const std::string socket = plan.socket_dir + "/clihost.sock";
@@ -466,8 +467,12 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
         if (!resolv.valid()) return failed(fail(Exit::internal, "cannot prepare the jail's resolv.conf"));
     }
     BwrapChild starting;
+    // A gated jail's bwrap reads the gate (--block-fd); the gate's other
+    // end stays open here (inherited, close-on-exec) as well as in our root
+    // parent until both are done with the jail: bwrap reads end of file as
+    // the go-ahead, and it comes only once every process of the jail is gone.
     auto started = start_bwrap_child(starting, plan, ::getpid(), stderr_memfd.get(), go[0],
-                                     {status[1], info[1], block[0], resolv.get()});
+                                     {status[1], info[1], plan.gated ? gate_fd : block[0], resolv.get()});
     if (!started) return failed(started.error());
     const pid_t bwrap = started.value();
     if (reports_status) ::close(status[1]);
@@ -546,7 +551,8 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
 // so that the parent's death reads as end of file on ours.
 // `join_netns`: an attach jail's network namespace (the tenant's empty
 // one), joined while still root, before the drop; -1 for none.
-pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, int join_netns = -1) {
+pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, int join_netns = -1,
+                   int gate_fd = -1) {
     const pid_t self = ::getpid();
     const pid_t child = fault::fail("fork") ? -1 : ::fork();
     if (child == 0) {
@@ -557,7 +563,7 @@ pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, 
             ::_exit(static_cast<int>(Exit::internal));
         }
         if (join_netns >= 0) ::close(join_netns);
-        run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, ready_fd, net_fd); });
+        run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, ready_fd, net_fd, gate_fd); });
     }
     return child;
 }
@@ -639,6 +645,8 @@ void exec_jail(const Plan& plan, pid_t expected_parent) noexcept {
             // Its argv makes no namespace: it would have the host's network.
             if (plan.net == JailNet::tenant_empty)
                 return fail(Exit::internal, "a jail planned to join a namespace cannot be exec'd directly");
+            // Nobody here would open its gate.
+            if (plan.gated) return fail(Exit::internal, "a gated jail cannot be exec'd directly");
             if (auto st = prove_private_proc(plan); !st) return st.error();
             // Nobody waits here to read a one-off jail's status: bwrap's
             // --json-status-fd writes it to /dev/null.
@@ -720,7 +728,8 @@ int exit_status_of(int status) {
     return static_cast<int>(Exit::internal);
 }
 
-Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns) {
+Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns,
+                           const std::function<Status()>& gate) {
     auto close_pam = [&] {
         if (pam == nullptr) return;
         const auto closed = pam->close();
@@ -749,14 +758,40 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
     if (plan.net == JailNet::isolated && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
         return refused(fail(Exit::internal, "socketpair failed"));
     UniqueFd ours(chan[0]);
+    // A gated jail (an attach): the gate's two ends, a stream socket pair
+    // (a write to a jail already gone is EPIPE, never SIGPIPE).
+    int gate_ends[2] = {-1, -1};
+    if (plan.gated && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gate_ends) != 0)
+        return refused(fail(Exit::internal, "socketpair failed"));
+    UniqueFd gate_read(gate_ends[0]);
+    const UniqueFd gate_write(gate_ends[1]);
     // The jail takes the terminal's foreground (leave_process_group); the
     // caller (a shell, say) gets it back afterwards, as a shell's job
     // control would give it back, or it could no longer read its terminal.
     const bool had_foreground = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
-    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0], join_netns);
+    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0], join_netns, gate_read.get());
     const int fork_errno = errno;
     if (chan[1] >= 0) ::close(chan[1]);
+    gate_read.reset();
     if (child < 0) return refused(fail(Exit::internal, std::string("fork failed: ") + std::strerror(fork_errno)));
+    // The gate: the check runs here while the watcher starts bwrap, which
+    // sets the jail up and waits before running its command. Refused: the
+    // jail is killed, all of it reaped (our end still open, so bwrap never
+    // reads end of file while any of it lives), and nothing of it ran.
+    if (plan.gated) {
+        Status allowed = gate ? gate() : ok_status();
+        const char go = 'g';
+        if (allowed && ::send(gate_write.get(), &go, 1, MSG_NOSIGNAL) != 1 && errno != EPIPE && errno != ECONNRESET)
+            allowed = fail(Exit::internal, std::string("cannot let the attach jail start: ") + std::strerror(errno));
+        // EPIPE: the watcher started no jail (no tmux server: kNoServerStatus)
+        // or it failed; its status below says which.
+        if (!allowed) {
+            ::kill(child, SIGKILL);
+            (void)supervise(child);
+            if (had_foreground) (void)::tcsetpgrp(0, ::getpgrp());
+            return refused(allowed.error());
+        }
+    }
     // An isolated jail's network, attached while bwrap waits; held (its
     // exit pipe) until the jail is gone, then SIGKILLed by supervise().
     Result<UserNet> user_net = UserNet{};
@@ -780,7 +815,7 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
     return exit_status_of(status);
 }
 
-int run_attach_jail(const Plan& plan, int join_netns) {
+Result<int> run_attach_jail(const Plan& plan, int join_netns, const std::function<Status()>& gate) {
     // Under a watcher, as a one-off jail. bwrap 0.8 arms --die-with-parent in
     // its sandbox only once the sandbox is set up: with bwrap as this
     // process's own child, a SIGKILL of this process during that setup (the
@@ -789,10 +824,7 @@ int run_attach_jail(const Plan& plan, int join_netns) {
     // The watcher (the tenant, a subreaper) hears of our death as SIGHUP,
     // relays it and SIGKILLs what bwrap leaves (test_attack_signals.py::
     // test_sigkill_of_the_attach_helper_during_bwrap_setup_leaves_no_client).
-    auto status = run_supervised(plan, nullptr, nullptr, join_netns);
-    if (status) return status.value();
-    log::refuse("fail", status.error().message);
-    return static_cast<int>(status.error().code);
+    return run_supervised(plan, nullptr, nullptr, join_netns, gate);
 }
 
 Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end) {

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,11 @@ Status prepare_socket_dir(const std::string& home, uid_t uid);
 // bwrap leaves when this process is SIGKILLed during its setup dies too).
 // `join_netns` (plan.net == JailNet::tenant_empty; else -1): the tenant's
 // empty network namespace, which the watcher joins as root before the drop.
-// Returns the exit status to hand to our caller.
-int run_attach_jail(const Plan& plan, int join_netns);
+// `gate`: the PAM account check, run by this process while bwrap sets the
+// jail up; the tmux client starts only once it passed (run_supervised).
+// Returns the exit status to hand to our caller, or why the attach was
+// refused (the gate's error; nothing of the jail ran).
+Result<int> run_attach_jail(const Plan& plan, int join_netns, const std::function<Status()>& gate);
 
 // The attach jail's status when its watcher found no tmux server on the
 // tenant's socket and started nothing (the session jail is ending): an exit
@@ -61,8 +65,13 @@ sigset_t relayed_signals();
 // isolated jail (plan.net) also gets its network, as `net` (net.hpp).
 // `pam` may be null (session = false, and the attach jail). `join_netns`:
 // the namespace a JailNet::tenant_empty plan joins (its watcher, as root,
-// before the drop), -1 for any other plan; a mismatch is refused.
-Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns = -1);
+// before the drop), -1 for any other plan; a mismatch is refused. A gated
+// plan (an attach) runs `gate` (empty: none) in this process after the
+// watcher is forked; bwrap sets the jail up meanwhile and waits on the gate
+// (--block-fd) before its command runs. The gate refused: the jail is
+// killed and reaped, and its error returned.
+Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns = -1,
+                           const std::function<Status()>& gate = {});
 
 // The session jail's watcher, forked by its supervisor: the tenant makes
 // the tmux socket directory, starts bwrap (in a session of its own) and

@@ -26,7 +26,8 @@ inline constexpr std::string_view kDefaultShell = "/bin/sh";
 inline constexpr int kStatusFd = 4;
 // An isolated jail's start-up (net.hpp): bwrap writes its child's pid on
 // kInfoFd (--info-fd), waits on kBlockFd (--block-fd) until the network is
-// attached, and copies the jail's resolv.conf from kResolvFd.
+// attached, and copies the jail's resolv.conf from kResolvFd. An attach jail
+// waits on kBlockFd too, until its PAM account check has passed.
 inline constexpr int kInfoFd = 5;
 inline constexpr int kBlockFd = 6;
 inline constexpr int kResolvFd = 7;
@@ -89,6 +90,10 @@ struct Plan {
     bool own_session{false};            // a session of its own (--new-session)
     bool nested_sandbox{false};         // may create user namespaces (no --disable-userns)
     bool reports_status{false};         // --json-status-fd kStatusFd (one-off jails)
+    // An attach jail: bwrap sets the jail up, then waits on kBlockFd
+    // (--block-fd) before its command runs, until the root parent's PAM
+    // account check, made meanwhile, has passed (run_supervised's gate).
+    bool gated{false};
     std::vector<Mount> mounts;          // after --dev and before the home's bind
     std::vector<std::string> command;   // what runs in the jail
     std::vector<std::string> argv;      // render_bwrap_argv(*this); argv[0] == bwrap

@@ -742,6 +742,11 @@ def cmd_reconnect(a):
     # a namespace of its own, as before the shared one).
     if not a.floor_own_netns:
         floor_argv = [w for w in floor_argv if w != "--unshare-net"]
+    # Nor does the floor wait for an account check: no --block-fd (the
+    # attach's helper runs the check while bwrap sets the jail up).
+    if "--block-fd" in floor_argv:
+        k = floor_argv.index("--block-fd")
+        del floor_argv[k:k + 2]
     floor = (floor_argv, floor_env, creds, pw.pw_dir)
     floor_fd = (a.seccomp_file, seccomp_fd)
     # Old against new (--baseline-bin, an earlier build with the same

@@ -6,7 +6,7 @@ import pwd
 import shlex
 import subprocess
 
-from conftest import PROXY, new_session, routes_closed
+from conftest import PROXY, RUNTIME_DIR, new_session, routes_closed
 
 
 def test_check_reports_a_startable_jail(host, alice):
@@ -77,6 +77,12 @@ def test_print_is_the_exact_plan_and_runs_as_printed(host, alice):
     assert lines[0].endswith(", network isolated"), lines[0]
     assert lines[2].startswith(f"# clihost-jail plan: attach jail, tenant {alice}, session {s}, /proc private")
     assert lines[2].endswith(", network none"), lines[2]
+    uid = pwd.getpwnam(alice).pw_uid
+    # What the printed attach argv becomes when the session jail holds the
+    # tenant's empty network namespace (test_network.py runs it).
+    assert out[out.index(lines[2]) + 1] == (
+        "# at attach, the jail joins the tenant's empty network namespace when its session jail holds one "
+        f"({RUNTIME_DIR}/{uid}.netns), as root before the drop, and bwrap runs without --unshare-net"), out
     net = out[out.index(lines[1]) + 1:out.index(lines[2])]
     uid = pwd.getpwnam(alice).pw_uid
     assert net == [f"# network: run as uid {uid} with group clihost-jail-net only, on the jail's namespaces:",
@@ -103,10 +109,14 @@ def test_print_is_the_exact_plan_and_runs_as_printed(host, alice):
         assert ["--proc", "/proc"] == argv[argv.index("--proc"):argv.index("--proc") + 2]
         assert "--die-with-parent" in argv and "--unshare-pid" in argv
         # Both without the host's network: the attach jail has none, the
-        # session jail waits (--block-fd) for slirp4netns on its own.
+        # session jail waits (--block-fd) for slirp4netns on its own; the
+        # attach jail waits (--block-fd) for its PAM account check.
         assert "--unshare-net" in argv
         assert (argv[argv.index("--unshare-net") + 1:argv.index("--unshare-net") + 5] ==
                 ["--info-fd", "5", "--block-fd", "6"]) == (kind == "session")
+        assert (argv[argv.index("--unshare-net") + 1:argv.index("--unshare-net") + 3] ==
+                ["--block-fd", "6"]) == (kind == "attach")
+        assert argv.count("--block-fd") == 1
         assert (["--ro-bind-data", "7", "/etc/resolv.conf"] ==
                 argv[argv.index("--ro-bind-data"):argv.index("--ro-bind-data") + 3]
                 if "--ro-bind-data" in argv else False) == (kind == "session")
@@ -124,7 +134,7 @@ def test_print_with_the_host_network_shares_it_and_warns(host, alice):
     session_argv = shlex.split(out[2])
     assert "--unshare-net" not in session_argv and "--block-fd" not in session_argv
     assert not any(l.startswith("# network:") for l in out)
-    attach_argv = shlex.split(out[4])
+    attach_argv = shlex.split([l for l in out if l.startswith("env -i ")][-1])
     assert "--unshare-net" in attach_argv
 
 

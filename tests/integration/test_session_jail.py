@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import PROXY, RUNTIME_DIR, new_session, sh, wait_until
+from conftest import PROXY, RUNTIME_DIR, install_faults_bin, new_session, sh, wait_until
 from ptyutil import PtyProcess, attach, shell_ready
 
 
@@ -395,6 +395,108 @@ def test_every_attach_runs_the_pam_account_check(host, alice, terms):
         assert host.wait_gone(alice, 10), host.processes_of(alice)
     finally:
         sh("usermod", "-e", "", alice)
+
+
+def _attached_marker(host, tenant):
+    """A tmux hook in the tenant's session jail counts the clients that
+    attach (one line each, written by the server, inside the jail)."""
+    path = os.path.join(host.home(tenant), f"ctj-attached-{uuid_hex()}")
+    r = host.tmux(tenant, "set-hook", "-g", "client-attached", f"run-shell 'echo x >> {path}'")
+    assert r.returncode == 0, r
+    return lambda: open(path).read().count("x") if os.path.exists(path) else 0
+
+
+def uuid_hex():
+    import uuid
+    return uuid.uuid4().hex[:8]
+
+
+def _attach_jail_processes(host, tenant, session_jail):
+    """The tenant's processes that are not its session jail's."""
+    return [p for p in host.processes_of(tenant) if p not in session_jail]
+
+
+def test_a_reconnect_refused_by_the_account_check_attaches_no_client(host, alice, terms):
+    """A reconnect runs PAM's account check while bwrap sets the attach jail
+    up; refused, the jail is killed before its tmux client ever ran: the
+    server sees no client attach (a client-attached hook counts them), and
+    nothing of the attach jail is left. The control: the same reconnect
+    with the account valid attaches a client the hook counts."""
+    s = new_session()
+    t = attach(host, alice, s, terms)
+    assert shell_ready(t), t.output()
+    attached = _attached_marker(host, alice)
+    session_jail = set(host.processes_of(alice))
+    t2 = attach(host, alice, s, terms)
+    assert shell_ready(t2), t2.output()
+    assert wait_until(lambda: attached() == 1, 5), attached()
+    t2.hangup()
+    assert t2.wait(10) is not None
+    assert wait_until(lambda: not _attach_jail_processes(host, alice, session_jail), 10)
+    sh("usermod", "-e", "1", alice)
+    try:
+        r = host.run_as(PROXY, [host.bin, "run", "--user", alice, "--session", s])
+        assert r.returncode == 1
+        assert r.stderr.startswith("clihost-jail: PAM account check refused the tenant: "), r.stderr
+        assert wait_until(lambda: not _attach_jail_processes(host, alice, session_jail), 5), \
+            _attach_jail_processes(host, alice, session_jail)
+        time.sleep(0.5)
+        assert attached() == 1
+    finally:
+        sh("usermod", "-e", "", alice)
+
+
+def test_a_sigkill_during_the_account_check_attaches_no_client(host, alice, terms):
+    """The account check made slow (fault injection: 2 s), the attach
+    jail's bwrap set up and waiting for it, the helper is SIGKILLed: its
+    end of the gate closes, but the watcher's holds until the watcher,
+    hearing of its parent's death, has killed the jail; so bwrap never
+    reads end of file as the go-ahead. No client attaches, nothing of the
+    attach jail is left. The control: the same slow check, not
+    interrupted, attaches a client once it passed; and without the
+    watcher's end (a build that closed it), the same SIGKILL let bwrap start
+    the client while the watcher was held still."""
+    faults = install_faults_bin(host, "clihost-jail-faults-gate")
+    s = new_session()
+    t = attach(host, alice, s, terms)
+    assert shell_ready(t), t.output()
+    attached = _attached_marker(host, alice)
+    session_jail = set(host.processes_of(alice))
+    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "slow_account_check"}
+
+    slow = PtyProcess([faults, "run", "--user", alice, "--session", s], env=env)
+    terms.append(slow)
+    assert shell_ready(slow, timeout=20), slow.output()
+    assert wait_until(lambda: attached() == 1, 5), attached()
+    slow.hangup()
+    assert wait_until(lambda: not _attach_jail_processes(host, alice, session_jail), 10)
+
+    killed = PtyProcess([faults, "run", "--user", alice, "--session", s], env=env)
+    terms.append(killed)
+    # bwrap has set the jail up and waits on the gate: the sandbox's pid 1
+    # (a bwrap) runs; no tmux client yet.
+    def waiting():
+        procs = _attach_jail_processes(host, alice, session_jail)
+        exes = [os.readlink(f"/proc/{p}/exe") for p in procs if os.path.exists(f"/proc/{p}/exe")]
+        return exes.count("/usr/bin/bwrap") >= 2 and "/usr/bin/tmux" not in exes
+    assert wait_until(waiting, 1.5), _attach_jail_processes(host, alice, session_jail)
+    # The watcher held still (SIGSTOP), so that it cannot kill the jail
+    # before bwrap would read end of file: its end of the gate alone keeps
+    # bwrap waiting once the helper's end is gone.
+    (watcher,) = [p for p in _attach_jail_processes(host, alice, session_jail)
+                  if os.path.exists(f"/proc/{p}/exe") and os.readlink(f"/proc/{p}/exe") == faults]
+    os.kill(watcher, signal.SIGSTOP)
+    os.kill(killed.proc.pid, signal.SIGKILL)
+    time.sleep(1.0)
+    exes = [os.readlink(f"/proc/{p}/exe") for p in _attach_jail_processes(host, alice, session_jail)
+            if os.path.exists(f"/proc/{p}/exe")]
+    assert "/usr/bin/tmux" not in exes and attached() == 1, (exes, attached())
+    os.kill(watcher, signal.SIGCONT)  # its parent-death SIGHUP arrives: it ends the jail
+    assert wait_until(lambda: not _attach_jail_processes(host, alice, session_jail), 10), \
+        _attach_jail_processes(host, alice, session_jail)
+    time.sleep(2.5)  # past the moment the slow check would have passed
+    assert attached() == 1
+    assert not _attach_jail_processes(host, alice, session_jail)
 
 
 def test_a_session_jail_that_cannot_start_fails_closed(host, alice, terms):
