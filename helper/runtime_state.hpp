@@ -74,7 +74,7 @@ public:
 
     // The tenant's empty network namespace, which its attach jails join
     // rather than each making one (bwrap's --unshare-net, and the namespace's
-    // teardown, cost every connection about 1.7 ms here). Made by the session
+    // teardown, cost every connection about 1.3 ms of CPU here). Made by the session
     // jail's supervisor once its jail is up, bound at UID.netns (as `ip
     // netns` binds one), removed when the jail ends; a stale one (left by a
     // supervisor that was SIGKILLed) is replaced. It is owned by our own user
