@@ -538,6 +538,19 @@ def install_faults_bin(host, name="clihost-jail-faults"):
     return path
 
 
+def attach_clients(tenant):
+    """The tenant's live tmux clients of attach jails (tmux -N ... new-session -A)."""
+    out = []
+    for pid in pids(uid=pwd.getpwnam(tenant).pw_uid, live=True):
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].endswith(b"tmux") and b"new-session" in argv and b"-N" in argv:
+            out.append(pid)
+    return out
+
+
 def new_session():
     return "t" + uuid.uuid4().hex[:12]
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from attackutil import assert_refusal_line
-from conftest import install_faults_bin, new_session
+from conftest import attach_clients, install_faults_bin, new_session
 
 
 
@@ -97,14 +97,7 @@ def test_an_attach_that_cannot_join_the_tenants_namespace_fails_closed(host, fau
     assert r.returncode == 4, r
     assert_refusal_line(r, codes=(4,))
     assert "cannot join the tenant's empty network namespace" in r.stderr, r.stderr
-    clients = []
-    for p in host.processes_of(alice):  # a client: tmux -N ... new-session -A
-        try:
-            argv = open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")
-        except OSError:
-            continue
-        if argv[0].endswith(b"tmux") and b"new-session" in argv and b"-N" in argv:
-            clients.append(p)
+    clients = attach_clients(alice)
     assert clients == [], clients
     lines = host.audit_lines(f"session={s}", want=2)
     assert any("decision=fail" in l and "cannot join the tenant's empty network namespace" in l for l in lines), lines

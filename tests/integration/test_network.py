@@ -28,8 +28,8 @@ import uuid
 import pytest
 
 import netpeer
-from conftest import (PROXY, REPO, RUNTIME_DIR, TENANTS, new_session, pid_lines, pids, proc_status, routes_closed,
-                      start_as, wait_until)
+from conftest import (PROXY, REPO, RUNTIME_DIR, TENANTS, attach_clients, new_session, pid_lines, pids, proc_status,
+                      routes_closed, start_as, wait_until)
 from ptyutil import PtyProcess
 
 NET_GROUP = "clihost-jail-net"
@@ -551,19 +551,6 @@ def _ifaces(pid):
         return [l.split(":")[0].strip() for l in f.read().splitlines()[2:]]
 
 
-def _attach_clients(tenant):
-    """The tenant's tmux clients of attach jails (tmux -N ... new-session -A)."""
-    out = []
-    for pid in pids(uid=pwd.getpwnam(tenant).pw_uid, live=True):
-        try:
-            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-        except OSError:
-            continue
-        if argv[0].endswith(b"tmux") and b"new-session" in argv and b"-N" in argv:
-            out.append(pid)
-    return out
-
-
 @pytest.mark.parametrize("mode", ["isolated", "host"])
 def test_the_attach_jail_has_no_network(host, alice, net, terms, mode):
     """The attach jail (a tmux client) needs no network, in either mode: a
@@ -573,7 +560,7 @@ def test_the_attach_jail_has_no_network(host, alice, net, terms, mode):
     host.run_root([host.bin, "stop", "--user", alice])
     t = _session(host, alice, terms, config=net.config(mode))
     got = _probe_in_session(host, alice, t, [{"kind": "netns"}, {"kind": "read", "path": "/proc/net/dev"}])
-    clients = _attach_clients(alice)
+    clients = attach_clients(alice)
     assert len(clients) == 1, clients
     client = clients[0]
     assert os.readlink(f"/proc/{client}/ns/net") not in (host_netns(), got[0].removeprefix("ok:"))
@@ -624,10 +611,10 @@ def test_a_tenants_attach_jails_share_one_empty_namespace_that_reaches_nothing(h
     path, ns = _attach_netns(alice)
     bpath, bns = _attach_netns(bob)
     assert _mounted_at(path) == 1 and _mounted_at(bpath) == 1
-    clients = _attach_clients(alice)
+    clients = attach_clients(alice)
     assert len(clients) == 2, clients
     assert [os.readlink(f"/proc/{c}/ns/net") for c in clients] == [ns, ns]
-    (bclient,) = _attach_clients(bob)
+    (bclient,) = attach_clients(bob)
     assert os.readlink(f"/proc/{bclient}/ns/net") == bns and bns != ns
     assert host_netns() not in (ns, bns)
     assert _ifaces(clients[0]) == ["lo"] and _addresses(clients[0]) == ""
@@ -680,9 +667,9 @@ def test_an_attach_jail_without_the_tenants_namespace_makes_its_own(host, alice,
     # Lazily, as the helper removes it (the connection's helper holds it open).
     sh("umount", "--lazy", path)
     os.unlink(path)
-    before = set(_attach_clients(alice))
+    before = set(attach_clients(alice))
     t = _session(host, alice, terms, config=net.isolated)
-    (client,) = set(_attach_clients(alice)) - before
+    (client,) = set(attach_clients(alice)) - before
     own = os.readlink(f"/proc/{client}/ns/net")
     assert own not in (host_netns(), ns)
     assert _ifaces(client) == ["lo"]
@@ -704,10 +691,10 @@ def test_a_killed_supervisors_namespace_is_replaced_or_removed(host, alice, net,
     _session(host, alice, terms, config=net.isolated)
     path, renewed = _attach_netns(alice)
     assert renewed != ns and _mounted_at(path) == 1
-    (client,) = _attach_clients(alice)
+    (client,) = attach_clients(alice)
     assert os.readlink(f"/proc/{client}/ns/net") == renewed
     os.kill(_supervisor_of(host, alice), 9)
-    assert wait_until(lambda: not _attach_clients(alice), 20)
+    assert wait_until(lambda: not attach_clients(alice), 20)
     r = host.run_root([host.bin, "stop", "--user", alice])
     assert r.returncode == 0 and "no session jail was running" in r.stdout, r
     assert not os.path.exists(path) and _mounted_at(path) == 0
