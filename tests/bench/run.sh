@@ -331,7 +331,7 @@ useradd --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin --gro
 CALLER_UID=$(id -u "$CALLER"); CALLER_GID=$(id -g "$CALLER")
 SUID_DIR=$(mktemp -d /var/cache/clihost-bench.XXXXXX)
 chmod 0755 "$SUID_DIR"
-findmnt -no OPTIONS -T "$SUID_DIR" | tr ',' '\n' | grep -qx nosuid && die "$SUID_DIR is on a nosuid mount"
+findmnt -no OPTIONS -T "$SUID_DIR" | tr ',' '\n' | grep -x nosuid >/dev/null && die "$SUID_DIR is on a nosuid mount"
 SUID_BIN=$SUID_DIR/clihost-jail
 install -m 0755 "$BIN" "$SUID_BIN"
 chown "root:$CALLER_GROUP" "$SUID_BIN"

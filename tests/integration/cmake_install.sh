@@ -32,7 +32,7 @@ bin=$root/usr/libexec/clihost-jail/clihost-jail
 check "helper installed in libexec" "[ -x '$bin' ]"
 check "helper is root:clihost" "[ \"\$(stat -c %U:%G '$bin')\" = root:clihost ]"
 check "helper is mode 4750 (setuid, only the proxy group may exec)" "[ \"\$(stat -c %a '$bin')\" = 4750 ]"
-check "installed helper runs" "'$bin' --version | grep -q '^clihost-jail '"
+check "installed helper runs" "'$bin' --version | grep '^clihost-jail ' >/dev/null"
 check "PAM service is the repo's, mode 644" \
   "cmp -s '$root/etc/pam.d/clihost-jail' '$repo/pam/clihost-jail' && [ \"\$(stat -c %a '$root/etc/pam.d/clihost-jail')\" = 644 ]"
 check "example policy installed, mode 644" \
@@ -74,7 +74,7 @@ check "host-address rules in /usr/share/clihost-jail" \
 check "the rules parse (nft -c)" "nft -c -f '$root/usr/share/clihost-jail/clihost-jail.nft'"
 check "their unit loads exactly that file" \
   "grep -qx 'ExecStart=/usr/sbin/nft -f /usr/share/clihost-jail/clihost-jail.nft' '$root/usr/lib/systemd/system/clihost-jail-nft.service'"
-check "the installed PAM service loads no pam_systemd" "! grep -Ev '^[[:space:]]*(#|\$)' '$root/etc/pam.d/clihost-jail' | grep -q pam_systemd"
+check "the installed PAM service loads no pam_systemd" "! grep -Ev '^[[:space:]]*(#|\$)' '$root/etc/pam.d/clihost-jail' | grep pam_systemd >/dev/null"
 check "sudoers drop-in shipped as an example" "[ -f '$root/usr/share/doc/clihost-jail/examples/sudoers.d/clihost-jail' ]"
 # install/clihost/README.md ("Docker / Dokku") points operators there.
 check "the Docker seccomp script and Dockerfile shipped as examples" \

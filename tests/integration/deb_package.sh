@@ -25,12 +25,21 @@ for f in usr/libexec/clihost-jail etc/clihost-jail etc/pam.d/clihost-jail etc/ss
   if [ -e "/$f" ]; then saved+=("$f"); else absent+=("$f"); fi
 done
 [ ${#saved[@]} -eq 0 ] || tar -C / -cpf "$work/backup.tar" "${saved[@]}"
+# The host-address rules (tests/run.sh loads them): taken away before the
+# install so that only postinst can have loaded them, put back afterwards.
+rules_were_loaded=0
+if nft list table inet clihost_jail >/dev/null 2>&1; then rules_were_loaded=1; fi
 was_installed=$(dpkg-query -W -f='${Status}' clihost-jail 2>/dev/null | grep -c "install ok installed" || true)
 cleanup() {
   dpkg -P clihost-jail >/dev/null 2>&1 || true
   userdel -r "$tenant" >/dev/null 2>&1 || true
   for f in "${absent[@]}"; do rm -rf "/${f:?}"; done
   [ -f "$work/backup.tar" ] && tar -C / -xpf "$work/backup.tar"
+  if [ "$rules_were_loaded" = 1 ]; then
+    nft -f "$repo/install/nftables/clihost-jail.nft" || echo "deb_package: could not reload the host-address rules" >&2
+  else
+    nft delete table inet clihost_jail >/dev/null 2>&1 || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -49,25 +58,33 @@ cmake -S "$repo" -B "$work/rwd" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL
 check "cpack refuses a build that is not Release" \
   "! (cd '$work/rwd' && cpack -G DEB >'$work/rwd.log' 2>&1) && grep -q 'the package is made from a Release build' '$work/rwd.log' && ! ls '$work'/rwd/*.deb >/dev/null 2>&1"
 check "conffiles list jail.conf, the PAM service and the sshd drop-in" \
-  "dpkg-deb -I '$deb' conffiles | grep -qx /etc/clihost-jail/jail.conf && dpkg-deb -I '$deb' conffiles | grep -qx /etc/pam.d/clihost-jail && dpkg-deb -I '$deb' conffiles | grep -qx /etc/ssh/sshd_config.d/clihost-jail.conf"
+  "dpkg-deb -I '$deb' conffiles | grep -x /etc/clihost-jail/jail.conf >/dev/null && dpkg-deb -I '$deb' conffiles | grep -x /etc/pam.d/clihost-jail >/dev/null && dpkg-deb -I '$deb' conffiles | grep -x /etc/ssh/sshd_config.d/clihost-jail.conf >/dev/null"
 check "helper ships 4750 root:root (only root may run it before postinst)" \
   "dpkg-deb -c '$deb' | grep -E '^-rwsr-x--- root/root .* ./usr/libexec/clihost-jail/clihost-jail$' >/dev/null"
 
+nft delete table inet clihost_jail >/dev/null 2>&1 || true
+check "no host-address rules before the install" "! nft list table inet clihost_jail >/dev/null 2>&1"
 rm -rf /usr/libexec/clihost-jail /etc/clihost-jail /etc/pam.d/clihost-jail /etc/ssh/sshd_config.d/clihost-jail.conf
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >/dev/null 2>&1 || dpkg -i "$deb" >/dev/null
 helper=/usr/libexec/clihost-jail/clihost-jail
 check "groups clihost and clihost-tenants exist" "getent group clihost >/dev/null && getent group clihost-tenants >/dev/null"
 check "helper is root:clihost 4750" "[ \"\$(stat -c '%U:%G %a' $helper)\" = 'root:clihost 4750' ]"
-check "mode is a dpkg statoverride" "dpkg-statoverride --list $helper | grep -q 'root clihost 4750'"
+check "mode is a dpkg statoverride" "dpkg-statoverride --list $helper | grep 'root clihost 4750' >/dev/null"
 check "man pages installed" "[ -f /usr/share/man/man8/clihost-jail.8 ] && [ -f /usr/share/man/man5/clihost-jail.conf.5 ]"
 # network = isolated: postinst creates the group and loads the rules (at boot:
 # the unit); without systemd here, postinst loads them itself.
 check "group clihost-jail-net exists" "getent group clihost-jail-net >/dev/null"
 check "the host-address rules and their unit are shipped" \
   "cmp -s /usr/share/clihost-jail/clihost-jail.nft '$repo/install/nftables/clihost-jail.nft' && [ -f /usr/lib/systemd/system/clihost-jail-nft.service ]"
-check "postinst loaded the host-address rules" "nft list table inet clihost_jail | grep -q 'meta skgid'"
+# nft writes its listing in many small writes: read it whole (a grep -q that
+# quits early made nft die of SIGPIPE, and pipefail failed the check).
+nft list table inet clihost_jail >"$work/rules.txt" 2>&1 || true
+# nft lists the group by its number.
+netgid=$(getent group clihost-jail-net | cut -d: -f3)
+check "postinst loaded the host-address rules" \
+  "[ -n '$netgid' ] && grep -Fx \"\$(printf '\t\tmeta skgid %s fib daddr type local reject' '$netgid')\" '$work/rules.txt' >/dev/null"
 check "the package depends on slirp4netns and nftables" \
-  "dpkg-deb -f '$deb' Depends | grep -q 'slirp4netns' && dpkg-deb -f '$deb' Depends | grep -q 'nftables'"
+  "dpkg-deb -f '$deb' Depends | grep 'slirp4netns' >/dev/null && dpkg-deb -f '$deb' Depends | grep 'nftables' >/dev/null"
 dropin=/etc/ssh/sshd_config.d/clihost-jail.conf
 check "the sshd drop-in is installed and denies the tenant group" "grep -qx 'DenyGroups clihost-tenants' $dropin"
 # A tenant as the README creates one: nologin, cron/at/linger closed, and

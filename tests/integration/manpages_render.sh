@@ -29,7 +29,7 @@ for page in clihost-jail.8 jail.conf.5; do
     f=$mandir/$page
     check "$page: groff -man -ww -z is silent" "" "$(groff -man -ww -z "$f" 2>&1)"
     check "$page: man --warnings -l is silent" "" "$(man --warnings -l "$f" 2>&1 >/dev/null)"
-    check "$page: renders to text" yes "$(man -l "$f" 2>/dev/null | grep -q '^NAME' && echo yes || echo no)"
+    check "$page: renders to text" yes "$(man -l "$f" 2>/dev/null | grep '^NAME' >/dev/null && echo yes || echo no)"
 done
 
 # Page names. The installed name comes from CMakeLists.txt (RENAME included),
@@ -47,7 +47,7 @@ while read -r src sect inst; do
     check "$src: NAME is the installed name" "$name" "$(lexgrog "$f" 2>/dev/null | sed -E 's/^[^"]*"([^ ]+) - .*/\1/')"
 done <<<"$installed"
 check "jail.conf.5: NAME names the file it documents" yes \
-    "$(lexgrog "$mandir/jail.conf.5" 2>/dev/null | grep -qF /etc/clihost-jail/jail.conf && echo yes || echo no)"
+    "$(lexgrog "$mandir/jail.conf.5" 2>/dev/null | grep -F /etc/clihost-jail/jail.conf >/dev/null && echo yes || echo no)"
 # Cross references (name(section) in the rendered text) to this package's pages.
 refs() { man -l "$1" 2>/dev/null | grep -oE '[a-z.-]*jail[a-z.-]*\([0-9]\)' | sort -u | tr '\n' ' ' | sed 's/ $//'; }
 check "clihost-jail.8 refers to clihost-jail.conf(5), not jail.conf(5)" "clihost-jail.conf(5)" "$(refs "$mandir/clihost-jail.8")"
