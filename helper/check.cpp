@@ -109,7 +109,13 @@ int do_check(const Prepared& p, const StartState& start) {
     line("nested sandbox", nested_sandbox_summary(policy));
     if (!policy.pam_session) line("pam", "no session");
     else if (auto st = check_pam_service(policy.pam_service); !st) problem("pam", st.error().message);
-    else line("pam", "session via /etc/pam.d/" + policy.pam_service);
+    else if (auto confdir = pam_confdir_for(policy.pam_service); !confdir) problem("pam", confdir.error().message);
+    else if (confdir.value().empty())
+        line("pam", "session via /etc/pam.d/" + policy.pam_service +
+                        " (libpam's own lookup, which also loads /etc/pam.d/other: the service names other files)");
+    else
+        line("pam", "session via /etc/pam.d/" + policy.pam_service + " (read through " + confdir.value() +
+                        ": the service's own modules only, none of /etc/pam.d/other's)");
     if (auto dir = RuntimeDir::open(); !dir) problem("runtime state", dir.error().message);
     else line("runtime state", std::string(CLIHOST_JAIL_RUNTIME_DIR) + ": ok (root-owned, mode 0700)");
     if (p.tenant) {

@@ -34,6 +34,7 @@ const Api* api(std::string& why) {
         why = "libpam lacks a function the helper calls";
         return nullptr;  // the library stays loaded: harmless, and never used
     }
+    (void)bind(lib, "pam_start_confdir", t.start_confdir);  // optional: nullptr when absent
     table = t;
     loaded = true;
     return &table;

@@ -23,6 +23,9 @@ struct Api {
     int (*close_session)(pam_handle_t*, int);
     const char* (*strerror)(pam_handle_t*, int);
     char** (*getenvlist)(pam_handle_t*);
+    // Linux-PAM 1.4 and later; nullptr before (pam_session.cpp then uses
+    // pam_start, libpam's own lookup).
+    int (*start_confdir)(const char*, const char*, const pam_conv*, const char*, pam_handle_t**);
 };
 
 // libpam.so.0 by its soname (the lookup ld.so makes for a NEEDED entry; in a

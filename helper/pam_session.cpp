@@ -6,9 +6,62 @@
 #include <cstring>
 
 #include "fault.hpp"
+#include "file_read.hpp"
 #include "pam_dl.hpp"
+#include "runtime_state.hpp"
+#include "trusted_path.hpp"
 
 namespace clihost {
+
+bool pam_service_names_other_files(std::string_view text) {
+    auto lower_is = [](std::string_view tok, std::string_view word) {
+        if (tok.size() != word.size()) return false;
+        for (std::size_t i = 0; i < tok.size(); ++i)
+            if ((tok[i] >= 'A' && tok[i] <= 'Z' ? tok[i] - 'A' + 'a' : tok[i]) != word[i]) return false;
+        return true;
+    };
+    std::size_t at = 0;
+    while (at < text.size()) {
+        std::size_t end = text.find('\n', at);
+        if (end == std::string_view::npos) end = text.size();
+        std::string_view line = text.substr(at, end - at);
+        at = end + 1;
+        if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+        std::size_t i = 0;
+        while (i < line.size()) {
+            while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\v' ||
+                                       line[i] == '\f' || line[i] == '\\'))
+                ++i;
+            std::size_t j = i;
+            while (j < line.size() && line[j] != ' ' && line[j] != '\t' && line[j] != '\r' && line[j] != '\v' &&
+                   line[j] != '\f' && line[j] != '\\')
+                ++j;
+            std::string_view tok = line.substr(i, j - i);
+            i = j;
+            if (tok.empty()) continue;
+            if (tok.front() == '-') tok.remove_prefix(1);  // "-session": a type whose load errors are silent
+            if (lower_is(tok.substr(0, 8), "@include") || lower_is(tok, "include") || lower_is(tok, "substack"))
+                return true;
+        }
+    }
+    return false;
+}
+
+Result<std::string> pam_confdir_for(const std::string& service) {
+    auto file = open_trusted("/etc/pam.d/" + service, Trust::must_exist);
+    if (!file) return fail(Exit::host, "PAM service " + service + ": " + file.error().message);
+    auto text = read_bounded(file.value().fd.get(), std::size_t{64} * 1024, "/etc/pam.d/" + service);
+    if (!text) return text.error();
+    std::string why;
+    const pam_dl::Api* pam = pam_dl::api(why);
+    if (pam == nullptr || pam->start_confdir == nullptr || pam_service_names_other_files(text.value()))
+        return std::string();
+    auto dir = RuntimeDir::open();
+    if (!dir) return std::string();
+    auto confdir = dir.value().pam_confdir(service);
+    return confdir ? confdir.value() : std::string();
+}
+
 namespace {
 
 // Never prompts: a module that wants a password or an answer gets an error,
@@ -46,8 +99,13 @@ Result<pam_handle_t*> start_handle(const std::string& service, const std::string
     std::string why;
     const pam_dl::Api* pam = pam_dl::api(why);
     if (pam == nullptr) return fail(Exit::host, "PAM start failed for service " + service + ": " + why);
+    auto confdir = pam_confdir_for(service);
+    if (!confdir) return confdir.error();
     pam_handle_t* h = nullptr;
-    int rc = fault::fail("pam_start") ? PAM_SYSTEM_ERR : pam->start(service.c_str(), tenant.c_str(), &conv, &h);
+    int rc = PAM_SYSTEM_ERR;
+    if (fault::fail("pam_start")) rc = PAM_SYSTEM_ERR;
+    else if (confdir.value().empty()) rc = pam->start(service.c_str(), tenant.c_str(), &conv, &h);
+    else rc = pam->start_confdir(service.c_str(), tenant.c_str(), &conv, confdir.value().c_str(), &h);
     if (rc != PAM_SUCCESS) {
         if (h != nullptr) pam->end(h, rc);
         return fail(Exit::host, "PAM start failed for service " + service);

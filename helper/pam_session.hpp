@@ -24,11 +24,28 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "result.hpp"
 
 namespace clihost {
+
+// Does a PAM service file's text name other files (`@include`, or the
+// `include` and `substack` controls)? libpam resolves those relative to the
+// directory it read the service from. Conservative: any such token outside
+// a comment counts. Pure.
+bool pam_service_names_other_files(std::string_view text);
+
+// Where libpam reads SERVICE from: RUNTIME/pam.d (RuntimeDir::pam_confdir:
+// the service's own modules, none of /etc/pam.d/other's), or "" for
+// libpam's own lookup in /etc/pam.d, which also loads "other". The latter
+// when the service names other files (they would not be found beside the
+// link), when libpam has no pam_start_confdir, or when the runtime
+// directory cannot hold the link: slower, never less strict than any PAM
+// application's. An error (exit 3) when /etc/pam.d/SERVICE is not a
+// trusted file (check_pam_service).
+Result<std::string> pam_confdir_for(const std::string& service);
 
 class PamSession {
 public:

@@ -272,6 +272,53 @@ void RuntimeDir::remove_attach_netns(uid_t uid) const {
     ::unlinkat(fd_.get(), name.c_str(), 0);
 }
 
+Result<std::string> RuntimeDir::pam_confdir(const std::string& service) const {
+    const std::string path = std::string(CLIHOST_JAIL_RUNTIME_DIR) + "/pam.d";
+    auto failed = [&](const std::string& what) {
+        return fail(Exit::host, "cannot prepare " + path + ": " + what + ": " + std::strerror(errno));
+    };
+    // "other" is the fallback itself, never the service; a name libpam would
+    // reach outside the directory cannot be one (config.cpp allows neither).
+    if (service.empty() || service == "other" || service.find('/') != std::string::npos || service[0] == '.') {
+        errno = EINVAL;
+        return failed("service " + service);
+    }
+    if (::mkdirat(fd_.get(), "pam.d", 0700) != 0 && errno != EEXIST) return failed("mkdir");
+    const UniqueFd dir(::openat(fd_.get(), "pam.d", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir.valid()) return failed("open");
+    struct stat st {};
+    if (::fstat(dir.get(), &st) != 0) return failed("stat");
+    if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 07777) != 0700) {
+        errno = EPERM;
+        return failed("not a root-owned directory of mode 0700");
+    }
+    const UniqueFd other(
+        ::openat(dir.get(), "other", O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+    if (!other.valid()) return failed("other");
+    if (::fstat(other.get(), &st) != 0) return failed("stat other");
+    if (!S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_size != 0 || (st.st_mode & 022) != 0) {
+        errno = EPERM;
+        return failed("other is not an empty file of root's");
+    }
+    const std::string target = "/etc/pam.d/" + service;
+    char link[256];
+    const ssize_t n = ::readlinkat(dir.get(), service.c_str(), link, sizeof link);
+    if (n == static_cast<ssize_t>(target.size()) && target.compare(0, target.size(), link, static_cast<std::size_t>(n)) == 0)
+        return path;
+    // Missing or naming something else: a new link put in place atomically,
+    // so that a concurrent helper's libpam never finds none.
+    const std::string tmp = "." + service + ".tmp" + std::to_string(::getpid());
+    if (::unlinkat(dir.get(), tmp.c_str(), 0) != 0 && errno != ENOENT) return failed("unlink " + tmp);
+    if (::symlinkat(target.c_str(), dir.get(), tmp.c_str()) != 0) return failed("symlink " + service);
+    if (::renameat(dir.get(), tmp.c_str(), dir.get(), service.c_str()) != 0) {
+        const int err = errno;
+        (void)::unlinkat(dir.get(), tmp.c_str(), 0);
+        errno = err;
+        return failed("rename " + service);
+    }
+    return path;
+}
+
 UniqueFd RuntimeDir::open_attach_netns(uid_t uid) const {
     UniqueFd fd(::openat(fd_.get(), netns_name(uid).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd.valid()) return fd;

@@ -89,6 +89,17 @@ public:
     // makes its own (--unshare-net).
     UniqueFd open_attach_netns(uid_t uid) const;
 
+    // RUNTIME/pam.d, the directory libpam reads the PAM service from
+    // (pam_start_confdir): a symbolic link SERVICE -> /etc/pam.d/SERVICE and
+    // an empty file "other". libpam parses "other" at every pam_start, as
+    // the fallback for types a service leaves out, and loads its modules
+    // (Debian's: pam_permit, pam_cap, pam_systemd and their libraries) into
+    // the root helper; here it loads the service's own modules and nothing
+    // else. The directory is root's, mode 0700, the file root's and empty,
+    // the link replaced (atomically) whenever it names anything else.
+    // Returns the directory's path.
+    Result<std::string> pam_confdir(const std::string& service) const;
+
 private:
     explicit RuntimeDir(UniqueFd fd) : fd_(std::move(fd)) {}
     UniqueFd fd_;
