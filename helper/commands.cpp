@@ -201,6 +201,10 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start,
     if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
     if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
     if (auto st = require_proc_sys_writable(true); !st) return refuse(st.error());
+    // What the policy refuses, refused before the account check or a
+    // session jail's start (its serve plan makes the same shell check).
+    if (auto st = validate_request(policy, p.tenant->account, {JailAction::attach, *cl.session, {}}, p.probe); !st)
+        return refuse(st.error());
     // A reconnect (the tenant's session jail runs), the hot path: PAM's
     // account check runs while bwrap sets the attach jail up, which starts
     // its tmux client only once the check has passed (run_attach_jail's
@@ -250,6 +254,9 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
     if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
     if (auto st = require_proc_sys_writable(!policy.nested_sandbox); !st) return refuse(st.error());
     const Request req{JailAction::command, *cl.session, cl.command};
+    // What the policy refuses (a caller's command it does not allow, say),
+    // refused before a PAM session is opened for it.
+    if (auto st = validate_request(policy, p.tenant->account, req, p.probe); !st) return refuse(st.error());
     // network = isolated: its prerequisites proven first (exit 3 if one is
     // missing), and a root parent stays to attach the network.
     std::optional<TenantCreds> net;

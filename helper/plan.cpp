@@ -225,9 +225,7 @@ std::vector<Mount> plan_mounts(const Policy& policy, const Account& t, const Hos
 
 }  // namespace
 
-Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Request& request, const HostProbe& probe,
-                        const CallerEnv& caller_env, const std::vector<std::string>& pam_env) {
-    const Account& t = tenant.account;
+Status validate_request(const Policy& policy, const Account& t, const Request& request, const HostProbe& probe) {
     const bool named = request.action == JailAction::attach || request.action == JailAction::kill_session;
     if (named && !is_valid_session_name(request.session)) return fail(Exit::refused, "invalid session name");
     if ((request.action == JailAction::command) != !request.command.empty())
@@ -244,6 +242,19 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
         is_refusing_shell(jail_shell(policy, t)))
         return fail(Exit::refused, "the login shell of " + t.name + " is " + t.shell +
                                        " and [jail] shell is not set: tmux would start it (set [jail] shell)");
+    if (request.joins_tenant_netns && request.action != JailAction::attach)
+        return fail(Exit::internal, "only an attach jail joins the tenant's empty network namespace");
+    if (tmux_socket_dir(t).size() + std::string_view("/clihost.sock").size() > kMaxSocketPath)
+        return fail(Exit::refused, "home path too long for a tmux socket");
+    auto proc = decide_proc(policy.proc, probe);
+    if (!proc) return proc.error();
+    return ok_status();
+}
+
+Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Request& request, const HostProbe& probe,
+                        const CallerEnv& caller_env, const std::vector<std::string>& pam_env) {
+    const Account& t = tenant.account;
+    if (auto st = validate_request(policy, t, request, probe); !st) return st.error();
     auto proc = decide_proc(policy.proc, probe);
     if (!proc) return proc.error();
     Plan plan;
@@ -251,8 +262,6 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     plan.creds = creds_of(tenant);
     plan.home = t.home;
     plan.bwrap = policy.bwrap;
-    if (request.joins_tenant_netns && request.action != JailAction::attach)
-        return fail(Exit::internal, "only an attach jail joins the tenant's empty network namespace");
     plan.net = request.joins_tenant_netns                 ? JailNet::tenant_empty
                : is_client_action(request.action)         ? JailNet::none
                : policy.network == NetworkMode::host      ? JailNet::host
@@ -271,8 +280,6 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     plan.reports_status = request.action == JailAction::command;
     plan.gated = request.action == JailAction::attach;
     plan.socket_dir = tmux_socket_dir(t);
-    if (plan.socket_dir.size() + std::string_view("/clihost.sock").size() > kMaxSocketPath)
-        return fail(Exit::refused, "home path too long for a tmux socket");
 
     plan.proc_source = proc.value().source();
     plan.trial_in_child = proc.value().prove_before_exec;

@@ -129,6 +129,15 @@ std::vector<std::string> tmux_command(const Account& tenant, JailAction action, 
 // launch execs.
 std::vector<std::string> render_bwrap_argv(const Plan& plan);
 
+// Every refusal build_plan can make that depends only on the policy, the
+// tenant, the request and the probe (a caller's command the policy does not
+// allow, a nologin shell without [jail] shell, a session name, a home too
+// long for a socket, a /proc the policy cannot have). build_plan makes it
+// first; the commands make it again before anything acts (a PAM session is
+// opened, a session jail started), so that a request refused by the policy
+// leaves no trace beyond its refusal. Pure.
+Status validate_request(const Policy& policy, const Account& tenant, const Request& request, const HostProbe& probe);
+
 Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Request& request, const HostProbe& probe,
                         const CallerEnv& caller_env, const std::vector<std::string>& pam_env);
 

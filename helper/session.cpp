@@ -73,6 +73,9 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
     if (!detach_stdio() || ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) != 0)
         return failed(fail(Exit::internal, "cannot detach the session jail's supervisor"));
     if (auto st = block_relayed_signals(); !st) return failed(st.error());
+    //    What the policy refuses, refused before the PAM session opens.
+    if (auto st = validate_request(s.policy, t, Request{JailAction::serve, "", {}}, s.probe); !st)
+        return failed(st.error());
     // 2. An isolated network's prerequisites, proven (exit 3 if missing):
     //    never a jail with half of its isolation.
     std::optional<TenantCreds> net;

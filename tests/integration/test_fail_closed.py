@@ -131,10 +131,20 @@ def test_malformed_config_is_refused(host, alice):
 
 
 def test_caller_command_refused_unless_allowed(host, alice):
+    """Refused before anything acts: no PAM session was opened (pam_unix
+    logs every one) for a request the policy refuses. Control: the same
+    command allowed opens one."""
     conf = host.config_variant(replace={"jail": {"allow_caller_command": "false"}})
+    token = f"session opened for user {alice}"
+    before = len(host.audit_lines(token, want=0, timeout=0.1))
     r, s, marker = attempt(host, alice, conf)
     assert_closed(host, r, s, 1, marker)
-    assert "allow_caller_command" in r.stderr
+    assert r.stderr == "clihost-jail: a command was given but allow_caller_command is false\n", r.stderr
+    assert len(host.audit_lines(token, want=before + 1, timeout=1.0)) == before
+    r, s, marker = attempt(host, alice, None)
+    assert r.returncode == 0 and os.path.exists(marker), r
+    os.unlink(marker)
+    assert len(host.audit_lines(token, want=before + 1)) == before + 1
 
 
 def test_pam_service_missing_fails_closed(host, alice):

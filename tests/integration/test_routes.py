@@ -249,11 +249,15 @@ def test_jail_shell_is_the_shell_while_the_login_shell_is_nologin(host, alice):
     assert "shell" not in open(unset).read()
     env = {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color"}
     with login_shell(alice, "/usr/sbin/nologin"):
-        # Refused with the reason when [jail] shell is unset: tmux would start nologin.
+        # Refused with the reason when [jail] shell is unset: tmux would start
+        # nologin. Before anything acts: no session jail, no PAM session.
+        token = f"session opened for user {alice}"
+        before = len(host.audit_lines(token, want=0, timeout=0.1))
         r = host.run_root([host.bin, "run", "--user", alice, "--session", new_session()], env=env, config=unset)
         assert r.returncode == 1
         assert r.stderr == (f"clihost-jail: the login shell of {alice} is /usr/sbin/nologin and [jail] shell is "
                             "not set: tmux would start it (set [jail] shell)\n"), r.stderr
+        assert len(host.audit_lines(token, want=before + 1, timeout=1.0)) == before
         # print shows it.
         p = host.run_root([host.bin, "print", "--user", alice, "--session", new_session()], env=env, config=conf)
         assert p.returncode == 0 and f"SHELL={JAIL_SHELL} " in p.stdout, p.stdout + p.stderr

@@ -225,6 +225,41 @@ TEST(Plan, CallerCommandNeedsAllowCallerCommand) {
                                {"/bin/sh", "-c", "id"}));
 }
 
+// validate_request, which the commands run before anything acts, refuses
+// exactly what build_plan refuses for the policy, tenant, request and probe.
+TEST(Plan, ValidateRequestRefusesWhatBuildPlanRefusesWithTheSameReason) {
+    Policy nologin_pol;
+    Tenant nologin = alice();
+    nologin.account.shell = "/usr/sbin/nologin";
+    Tenant deep = alice();
+    deep.account.home = "/home/" + std::string(100, 'd');
+    auto no_userns = full_probe();
+    no_userns.user_namespaces = false;
+    const Request cmd{JailAction::command, "main", {"/bin/sh", "-c", "id"}};
+    const Request attach{JailAction::attach, "main", {}};
+    const Request serve_joining{JailAction::serve, "", {}, true};
+    struct Case {
+        Tenant tenant;
+        Request req;
+        HostProbe probe;
+    };
+    for (const Case& c : {Case{alice(), cmd, full_probe()}, Case{nologin, attach, full_probe()},
+                          Case{nologin, Request{JailAction::serve, "", {}}, full_probe()},
+                          Case{deep, attach, full_probe()}, Case{alice(), serve_joining, full_probe()},
+                          Case{alice(), Request{JailAction::attach, "bad name", {}}, full_probe()},
+                          Case{alice(), attach, no_userns}}) {
+        const auto st = validate_request(nologin_pol, c.tenant.account, c.req, c.probe);
+        const auto plan = build_plan(nologin_pol, c.tenant, c.req, c.probe, {}, {});
+        ASSERT_FALSE(st.ok());
+        ASSERT_FALSE(plan.ok());
+        EXPECT_EQ(st.error().code, plan.error().code);
+        EXPECT_EQ(st.error().message, plan.error().message);
+    }
+    // Control: what build_plan accepts, validate_request accepts.
+    EXPECT_TRUE(validate_request(nologin_pol, alice().account, attach, full_probe()).ok());
+    EXPECT_TRUE(plan_with(nologin_pol, full_probe(), attach).ok());
+}
+
 TEST(Plan, AnIsolatedOneOffJailWaitsForItsNetworkAndGetsItsOwnResolvConf) {
     Policy pol;
     pol.allow_caller_command = true;
