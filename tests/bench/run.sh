@@ -473,6 +473,14 @@ if [[ -n ${CLIHOST_BENCH_BASELINE:-} ]]; then
     BASELINE=$(readlink -f "$CLIHOST_BENCH_BASELINE")
     [[ -x $BASELINE ]] || die "CLIHOST_BENCH_BASELINE: $CLIHOST_BENCH_BASELINE is not an executable"
     log "baseline helper: $BASELINE ($("$BASELINE" --version))"
+    # Jr and Jb attach to one session jail: a baseline keeping its state
+    # elsewhere would find none, start a second one on the same socket and
+    # leave it running past this run's `stop`.
+    (cd "$WORK" && env -i PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/nopam.conf" "$BASELINE" check --user "$T1") \
+        >"$WORK/check-baseline.txt" 2>&1 || true
+    BASE_RUNTIME=$(sed -n 's|^runtime state: \(/[^:]*\): ok.*|\1|p' "$WORK/check-baseline.txt")
+    [[ $BASE_RUNTIME == "$RUNTIME_DIR" ]] ||
+        die "CLIHOST_BENCH_BASELINE keeps its session jails in '${BASE_RUNTIME:-?}', this helper in $RUNTIME_DIR: build the baseline with -DCLIHOST_JAIL_RUNTIME_DIR=$RUNTIME_DIR"
 fi
 "$PY" - "$WORK" "$T1" "$CALLER" "$BIN" "$SUID_BIN" "${SECCOMP_FD:-}" "${STATUS_FD:-}" "$BASELINE" >"$WORK/variants.json" <<'PYEOF'
 import json, os, pwd, sys

@@ -37,7 +37,7 @@ def inject(host, faults_bin, tenant, fault, config=None):
     ("setgroups", 4, "privilege drop failed at setgroups"),
     ("setresgid", 4, "privilege drop failed at setresgid"),
     ("setresuid", 4, "privilege drop failed at setresuid"),
-    ("capng", 4, "privilege drop failed at clearing the bounding set"),
+    ("bounding_set", 4, "privilege drop failed at clearing the bounding set: Operation not permitted"),
     ("capng_caps", 4, "privilege drop failed at clearing capabilities"),
     ("fork", 4, "fork failed"),
     ("fork_bwrap", 4, "fork failed"),
