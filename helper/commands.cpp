@@ -95,10 +95,8 @@ Status require_root(const Prepared& p) {
 
 Result<Plan> plan_for(const Prepared& p, const StartState& start, const Request& req,
                       const std::vector<std::string>& pam_env = {}) {
-    auto plan = build_plan(p.policy(), *p.tenant, req, p.probe, start.caller_env, pam_env);
-    if (plan)
-        for (const auto& w : plan.value().warnings) log::audit("warn", w);
-    return plan;
+    // Its warnings go out with the audit line that lets it start (audit_reason).
+    return build_plan(p.policy(), *p.tenant, req, p.probe, start.caller_env, pam_env);
 }
 
 // The uid of a tenant named for stop/list: a passwd entry in the tenant uid
@@ -223,9 +221,10 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start,
         const UniqueFd netns = open_attach_netns(jail.value());
         auto attach = plan_for(p, start, {JailAction::attach, *cl.session, {}, netns.valid()});
         if (!attach) return refuse(attach.error());
-        log::audit("allow", "attach to the session jail of supervisor " + std::to_string(jail.value().pid) +
-                                ", network " + std::string(jail_net_name(attach.value().net)) +
-                                (checked ? "" : ", the PAM account check running as bwrap sets up"));
+        log::audit("allow", audit_reason("attach to the session jail of supervisor " + std::to_string(jail.value().pid) +
+                                             ", network " + std::string(jail_net_name(attach.value().net)) +
+                                             (checked ? "" : ", the PAM account check running as bwrap sets up"),
+                                         attach.value()));
         const auto status = run_attach_jail(attach.value(), netns.get(), [&]() -> Status {
             if (checked) return ok_status();
             if (fault::fail("slow_account_check")) ::sleep(2);
@@ -269,10 +268,12 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
         auto plan = plan_for(p, start, req);
         if (!plan) return refuse(plan.error());
         if (!net) {
-            log::audit("allow", "exec bwrap, /proc " + plan.value().proc_source + ", network host, no PAM session");
+            log::audit("allow", audit_reason("exec bwrap, /proc " + plan.value().proc_source +
+                                                 ", network host, no PAM session", plan.value()));
             exec_jail(plan.value(), start.parent);
         }
-        log::audit("allow", "starting bwrap, /proc " + plan.value().proc_source + ", network isolated, no PAM session");
+        log::audit("allow", audit_reason("starting bwrap, /proc " + plan.value().proc_source +
+                                             ", network isolated, no PAM session", plan.value()));
         auto status = run_supervised(plan.value(), nullptr, &*net);
         if (!status) return refuse(status.error());
         log::audit("exit", "jail exited with status " + std::to_string(status.value()));
@@ -284,8 +285,9 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
     if (!pam) return refuse(pam.error());
     auto plan = plan_for(p, start, req, pam.value()->environment());
     if (!plan) return refuse(plan.error());  // the session closes as pam goes out of scope
-    log::audit("allow", "PAM session open, starting bwrap, /proc " + plan.value().proc_source + ", network " +
-                            std::string(jail_net_name(plan.value().net)));
+    log::audit("allow", audit_reason("PAM session open, starting bwrap, /proc " + plan.value().proc_source +
+                                         ", network " + std::string(jail_net_name(plan.value().net)),
+                                     plan.value()));
     auto status = run_supervised(plan.value(), pam.value().get(), net ? &*net : nullptr);
     if (!status) return refuse(status.error());
     log::audit("exit", "jail exited with status " + std::to_string(status.value()) + ", PAM session closed");
@@ -302,7 +304,7 @@ int do_kill(const Prepared& p, const CommandLine& cl, const StartState& start) {
     if (!jail) return refuse(fail(Exit::refused, "tenant " + p.tenant->account.name + " has no session jail"));
     auto plan = plan_for(p, start, {JailAction::kill_session, *cl.session, {}});
     if (!plan) return refuse(plan.error());
-    log::audit("allow", "starting bwrap (kill-session)");
+    log::audit("allow", audit_reason("starting bwrap (kill-session)", plan.value()));
     // tmux's own refusal ("can't find session") reaches the caller's stderr.
     const auto killed = capture_jail(plan.value(), std::size_t{64} * 1024, true);
     // No session left: the session jail is ending (exit-empty). Return once

@@ -302,6 +302,11 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     return plan;
 }
 
+std::string audit_reason(std::string what, const Plan& plan) {
+    for (const auto& w : plan.warnings) what.append("; warning: ").append(w);
+    return what;
+}
+
 std::string shell_quote(std::string_view word) {
     const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

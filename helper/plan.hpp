@@ -144,4 +144,10 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
 // POSIX-shell quoting for `print`: the output can be pasted into sh.
 std::string shell_quote(std::string_view word);
 
+// The reason of the audit line that allows a planned jail to start: `what`,
+// then each of the plan's warnings as "; warning: W". One line per launch,
+// its caveats in it (a syslog line per warning cost a launch in host mode
+// 2.5 %: issue 15).
+std::string audit_reason(std::string what, const Plan& plan);
+
 }  // namespace clihost

@@ -96,7 +96,6 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
     // 4. The plan, with PAM's environment.
     auto plan = build_plan(s.policy, s.tenant, Request{JailAction::serve, "", {}}, s.probe, s.caller_env, pam_env);
     if (!plan) return failed(plan.error());
-    for (const auto& w : plan.value().warnings) log::audit("warn", w);
     // 5. The watcher (the tenant) starts the jail and says when tmux is up;
     //    an isolated jail's network is attached before anything in it runs.
     int ready[2];
@@ -149,11 +148,12 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
         }
         return failed(up.error());
     }
-    log::audit("allow", "session jail started, supervisor " + std::to_string(rec.pid) + ", /proc " +
-                            plan.value().proc_source + ", network " +
-                            std::string(jail_net_name(plan.value().net)) +
-                            (net ? " (slirp4netns " + std::to_string(user_net.pid) + ")" : "") +
-                            (pam ? ", PAM session open" : ", no PAM session"));
+    log::audit("allow", audit_reason("session jail started, supervisor " + std::to_string(rec.pid) + ", /proc " +
+                                         plan.value().proc_source + ", network " +
+                                         std::string(jail_net_name(plan.value().net)) +
+                                         (net ? " (slirp4netns " + std::to_string(user_net.pid) + ")" : "") +
+                                         (pam ? ", PAM session open" : ", no PAM session"),
+                                     plan.value()));
     write_report(report_fd, ok_status());
     ::close(report_fd);
     // 7. Wait for the jail to end (its last tmux session, `stop`, or the

@@ -305,6 +305,23 @@ TEST(Plan, HostNetworkIsSharedWithAWarningAndClientJailsStayOffline) {
     EXPECT_TRUE(attach.value().warnings.empty());
 }
 
+TEST(Plan, TheAllowLineCarriesEveryWarningOfThePlan) {
+    Policy pol;
+    pol.network = NetworkMode::host;
+    pol.proc = ProcMode::inherit;
+    auto serve = plan_with(pol, full_probe(), Request{JailAction::serve, "", {}});
+    ASSERT_TRUE(serve.ok()) << serve.error().message;
+    ASSERT_EQ(serve.value().warnings.size(), 2u);
+    EXPECT_EQ(audit_reason("session jail started", serve.value()),
+              "session jail started; warning: " + serve.value().warnings[0] + "; warning: " +
+                  serve.value().warnings[1]);
+    // A plan without warnings: the reason alone.
+    auto attach = plan_with(Policy{}, full_probe());
+    ASSERT_TRUE(attach.ok());
+    ASSERT_TRUE(attach.value().warnings.empty());
+    EXPECT_EQ(audit_reason("attach", attach.value()), "attach");
+}
+
 TEST(Plan, SessionJailRunsTheTmuxServerInTheForegroundInASessionOfItsOwn) {
     auto p = plan_with(Policy{}, full_probe(), Request{JailAction::serve, "", {}});
     ASSERT_TRUE(p.ok()) << p.error().message;
