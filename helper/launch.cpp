@@ -352,6 +352,28 @@ bool server_answers(const std::string& socket) {
     return r == 0 || r == EAGAIN;
 }
 
+// An attach jail's stderr, written to a memfd rather than the terminal, as
+// its tmux client said it (at most 64 KiB): the client writes there only
+// the one line that says why it could not attach, before it exits.
+std::string attach_stderr(int memfd) {
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    while (text.size() < 65536 && (n = ::pread(memfd, buf, sizeof buf, static_cast<off_t>(text.size()))) > 0)
+        text.append(buf, static_cast<std::size_t>(n));
+    return text;
+}
+
+// What a tmux client says, and all it says, when the server it was to
+// attach to has just exited (-N: it starts none): "no server running on
+// SOCKET" (ECONNREFUSED: an exiting tmux leaves its socket file). Any other
+// error, such as "error connecting to SOCKET (No such file or directory)"
+// when the tenant swapped its socket directory away, is the client's to
+// show, and ends the connection as before.
+bool says_no_server(const std::string& said, const std::string& socket) {
+    return said == "no server running on " + socket + "\n";
+}
+
 // Polls until the session jail's tmux server accepts connections on its
 // socket, or bwrap exits, or the deadline passes. As the tenant.
 Status wait_for_server(const std::string& socket, pid_t bwrap, int stderr_memfd) {
@@ -434,6 +456,12 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
     if (plan.action == JailAction::attach && connect_tmux_socket(socket) == ECONNREFUSED) {
         reap_trial();
         return kNoServerStatus;
+    }
+    // An attach jail's stderr too: its tmux client may find that the server
+    // went away after the check above (below).
+    if (plan.action == JailAction::attach) {
+        stderr_memfd.reset(static_cast<int>(::syscall(SYS_memfd_create, "clihost-jail-stderr", MFD_CLOEXEC)));
+        if (!stderr_memfd.valid()) return failed(fail(Exit::internal, "memfd_create failed"));
     }
     if (session) {
         if (auto st = prepare_socket_dir(plan.home, plan.creds.uid); !st) return failed(st.error());
@@ -544,6 +572,21 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
     const int st = supervise(bwrap);
     if (reports_status && bwrap_setup_failed(st, status_read.get()))
         return failed(fail(Exit::host, "bwrap could not set up the jail (its message is above); refusing"));
+    if (plan.action == JailAction::attach) {
+        // The narrower window of the race above: tmux still answered when we
+        // looked, and was gone when the client connected (the tenant's last
+        // shell exited just then). The client said only that there is no
+        // server and ended with 1, and the socket still does not answer: as
+        // for the wider window, our root parent waits for that jail to end
+        // and attaches to a new one, on the same connection, and the line
+        // is not shown. A client that had attached and then lost its server
+        // (stop, the jail's processes killed) says so on the terminal
+        // itself and ends its connection. Anything else the jail wrote to
+        // stderr (bwrap's own message) goes to ours, as it would have.
+        const std::string said = attach_stderr(stderr_memfd.get());
+        if (exit_status_of(st) == 1 && says_no_server(said, socket) && !server_answers(socket)) return kNoServerStatus;
+        if (!said.empty()) (void)!::write(2, said.data(), said.size());
+    }
     return exit_status_of(st);
 }
 

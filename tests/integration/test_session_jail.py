@@ -298,6 +298,48 @@ def test_an_attach_to_a_session_jail_whose_tmux_is_gone_waits_and_gets_a_new_one
     assert any("attaching to a new one" in l for l in warn), warn
 
 
+def test_an_attach_whose_tmux_goes_away_as_its_client_connects_gets_a_new_one(host, alice, terms):
+    """The narrower window of the same race: tmux still answers when the
+    watcher looks, and is gone when the client connects (the tenant's last
+    shell exits just then). Held open by a slow account check (fault
+    injection, 2 s): the watcher has looked, bwrap waits at its gate, and
+    tmux is killed meanwhile. The client then runs, finds no server and
+    ends at once; the connection must not end with it, nor show the
+    client's "no server running": the helper waits for the old jail to end
+    and attaches to a new one. The window is the narrower one: the
+    watcher's own look came first (bwrap was waiting at the gate). A build
+    that took the client's exit status for the connection's failed here:
+    the terminal said "no server running" and the helper exited 1."""
+    faults = install_faults_bin(host, "clihost-jail-faults-race")
+    s = new_session()
+    first = attach(host, alice, s, terms)
+    assert shell_ready(first), first.output()
+    old = supervisors(host, alice)
+    assert len(old) == 1, old
+    session_jail = set(host.processes_of(alice))
+    first.hangup()
+    assert first.wait(10) is not None
+    assert wait_until(lambda: not _attach_jail_processes(host, alice, session_jail), 10)
+    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "slow_account_check"}
+    t = PtyProcess([faults, "run", "--user", alice, "--session", s], env=env)
+    terms.append(t)
+
+    def waiting():  # the attach jail set up, waiting at its gate: no client yet
+        procs = _attach_jail_processes(host, alice, session_jail)
+        exes = [os.readlink(f"/proc/{p}/exe") for p in procs if os.path.exists(f"/proc/{p}/exe")]
+        return exes.count("/usr/bin/bwrap") >= 2 and "/usr/bin/tmux" not in exes
+    assert wait_until(waiting, 1.5), _attach_jail_processes(host, alice, session_jail)
+    assert host.tmux(alice, "kill-server").returncode == 0
+    assert shell_ready(t, timeout=30), t.output()[-300:]
+    assert "no server running" not in t.output(), t.output()
+    assert t.proc.poll() is None
+    # A new session jail (its supervisor is the faults build's), the old gone.
+    assert not os.path.exists(f"/proc/{old[0]}")
+    assert host.has_tmux_session(alice, s)
+    warn = host.audit_lines(f"session={s} decision=warn", want=1)
+    assert any("attaching to a new one" in l for l in warn), warn
+
+
 def test_stop_ends_every_session_and_everything_in_them(host, alice, terms):
     a = attach(host, alice, new_session(), terms)
     b = attach(host, alice, new_session(), terms)
