@@ -8,6 +8,7 @@
 #include <ctime>
 #include <optional>
 
+#include "cgroup.hpp"
 #include "check.hpp"
 #include "cli.hpp"
 #include "config_file.hpp"
@@ -152,6 +153,10 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
                 .append("/")
                 .append(std::to_string(p.tenant->account.uid))
                 .append(".netns), as root before the drop, and bwrap runs without --unshare-net\n");
+        if (req.action != JailAction::attach)
+            out.append("# limits, of all the tenant's jails together (read when its supervisor starts): ")
+                .append(limits_summary(p.policy().limits, std::nullopt))
+                .append("\n");
         for (const auto& w : pl.warnings) out.append("# warning: ").append(w).append("\n");
         out += render(pl);
         if (pl.net == JailNet::isolated) {
@@ -225,11 +230,18 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start,
                                              ", network " + std::string(jail_net_name(attach.value().net)) +
                                              (checked ? "" : ", the PAM account check running as bwrap sets up"),
                                          attach.value()));
-        const auto status = run_attach_jail(attach.value(), netns.get(), [&]() -> Status {
-            if (checked) return ok_status();
-            if (fault::fail("slow_account_check")) ::sleep(2);
-            return attach_allowed(p, nullptr);
-        });
+        // The attach jail in the tenant's cgroup, which its session jail's
+        // supervisor set up (none where this host has no cgroup to use).
+        const TenantCgroup cg = open_tenant_cgroup(policy.limits, p.tenant->account.uid);
+        const JailPlacement place{cg.placed() ? &cg : nullptr, policy.limits.tasks_max};
+        const auto status = run_attach_jail(
+            attach.value(), netns.get(),
+            [&]() -> Status {
+                if (checked) return ok_status();
+                if (fault::fail("slow_account_check")) ::sleep(2);
+                return attach_allowed(p, nullptr);
+            },
+            &place);
         if (!status) return refuse(status.error());
         checked = true;
         if (status.value() != kNoServerStatus) return status.value();
@@ -264,17 +276,27 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
         if (!creds) return refuse(creds.error());
         net = creds.value();
     }
+    // The tenant's cgroup, with its limits (an explicit one this host cannot
+    // carry refuses, exit 3), entered by the jail before anything of it runs.
+    auto cg = setup_tenant_cgroup(policy.limits, p.tenant->account.uid);
+    if (!cg) return refuse(cg.error());
+    const JailPlacement place{cg.value().placed() ? &cg.value() : nullptr, policy.limits.tasks_max};
+    std::string unenforced;  // rides in the allow line, as the plan's warnings do
+    for (const auto& w : cg.value().warnings()) unenforced += "; warning: " + w;
     if (!policy.pam_session) {
         auto plan = plan_for(p, start, req);
         if (!plan) return refuse(plan.error());
         if (!net) {
             log::audit("allow", audit_reason("exec bwrap, /proc " + plan.value().proc_source +
-                                                 ", network host, no PAM session", plan.value()));
+                                                 ", network host, no PAM session" + unenforced,
+                                             plan.value()));
+            if (auto st = place.apply(); !st) return refuse(st.error());
             exec_jail(plan.value(), start.parent);
         }
         log::audit("allow", audit_reason("starting bwrap, /proc " + plan.value().proc_source +
-                                             ", network isolated, no PAM session", plan.value()));
-        auto status = run_supervised(plan.value(), nullptr, &*net);
+                                             ", network isolated, no PAM session" + unenforced,
+                                         plan.value()));
+        auto status = run_supervised(plan.value(), nullptr, &*net, -1, {}, &place);
         if (!status) return refuse(status.error());
         log::audit("exit", "jail exited with status " + std::to_string(status.value()));
         return status.value();
@@ -286,9 +308,9 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
     auto plan = plan_for(p, start, req, pam.value()->environment());
     if (!plan) return refuse(plan.error());  // the session closes as pam goes out of scope
     log::audit("allow", audit_reason("PAM session open, starting bwrap, /proc " + plan.value().proc_source +
-                                         ", network " + std::string(jail_net_name(plan.value().net)),
+                                         ", network " + std::string(jail_net_name(plan.value().net)) + unenforced,
                                      plan.value()));
-    auto status = run_supervised(plan.value(), pam.value().get(), net ? &*net : nullptr);
+    auto status = run_supervised(plan.value(), pam.value().get(), net ? &*net : nullptr, -1, {}, &place);
     if (!status) return refuse(status.error());
     log::audit("exit", "jail exited with status " + std::to_string(status.value()) + ", PAM session closed");
     return status.value();
@@ -319,7 +341,7 @@ int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
     if (auto st = require_root(p); !st) return refuse(st.error());
     auto uid = tenant_uid(p.policy(), *cl.user, db);
     if (!uid) return refuse(uid.error());
-    auto stopped = stop_session_jail(uid.value());
+    auto stopped = stop_session_jail(uid.value(), p.policy().limits);
     if (!stopped) return refuse(stopped.error());
     const std::string what = stopped.value() ? "session jail stopped" : "no session jail was running";
     log::audit("allow", what);
@@ -363,8 +385,12 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
                 }
             }
         }
+        // Usage of all the tenant's jails, from its cgroup ("-": none).
+        const auto use = open_tenant_cgroup(p.policy().limits, r.uid).usage();
+        auto num = [](const std::optional<std::uint64_t>& n) { return n ? std::to_string(*n) : std::string("-"); };
         out += "tenant=" + r.tenant + " uid=" + std::to_string(r.uid) + " supervisor=" + std::to_string(r.pid) +
-               " started=" + iso_time(r.started) + " sessions=" + (sessions.empty() ? "-" : sessions) + "\n";
+               " started=" + iso_time(r.started) + " sessions=" + (sessions.empty() ? "-" : sessions) +
+               " memory=" + num(use.memory) + " tasks=" + num(use.tasks) + "\n";
     }
     const bool written = std::fputs(out.c_str(), stdout) >= 0;
     log::audit("allow", "listed session jails");

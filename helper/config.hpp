@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "limits.hpp"
 #include "result.hpp"
 #include "validate.hpp"  // the shared validators, for the code that included them from here
 
@@ -66,6 +67,8 @@ struct Policy {
     // host service that honours login shells (sshd, su, login) gives them
     // an unjailed shell. Absolute, root-owned, checked like bwrap at launch.
     std::string shell{};
+    // [limits]: the tenant's cgroup and its limits (limits.hpp)
+    Limits limits{};
     // [pam]
     std::string pam_service{"clihost-jail"};
     bool pam_session{true};

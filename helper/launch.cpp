@@ -595,7 +595,7 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
 // `join_netns`: an attach jail's network namespace (the tenant's empty
 // one), joined while still root, before the drop; -1 for none.
 pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, int join_netns = -1,
-                   int gate_fd = -1) {
+                   int gate_fd = -1, const JailPlacement* place = nullptr) {
     const pid_t self = ::getpid();
     const pid_t child = fault::fail("fork") ? -1 : ::fork();
     if (child == 0) {
@@ -606,6 +606,14 @@ pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, 
             ::_exit(static_cast<int>(Exit::internal));
         }
         if (join_netns >= 0) ::close(join_netns);
+        // The tenant's cgroup and RLIMIT_NPROC, before anything of the jail
+        // runs: everything the watcher starts is in it.
+        if (place != nullptr) {
+            if (auto st = place->apply(); !st) {
+                report_tenant_failure(st.error());
+                ::_exit(static_cast<int>(st.error().code));
+            }
+        }
         run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, ready_fd, net_fd, gate_fd); });
     }
     return child;
@@ -704,7 +712,7 @@ void exec_jail(const Plan& plan, pid_t expected_parent) noexcept {
     });
 }
 
-int supervise(pid_t child) {
+int supervise(pid_t child, const std::function<void(int)>& on_signal) {
     const sigset_t set = relayed_signals();
     int status = -1;
     bool reaped = false;
@@ -755,6 +763,7 @@ int supervise(pid_t child) {
         // on, and wake the child should something have stopped it; bwrap
         // dies, and --die-with-parent takes the whole jail with it (what it
         // leaves behind comes to us and is SIGKILLed above).
+        if (sig != SIGCHLD && on_signal) on_signal(sig);
         if (sig != SIGCHLD && !reaped) {
             ::kill(child, sig);
             ::kill(child, SIGCONT);
@@ -772,7 +781,7 @@ int exit_status_of(int status) {
 }
 
 Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns,
-                           const std::function<Status()>& gate) {
+                           const std::function<Status()>& gate, const JailPlacement* place) {
     auto close_pam = [&] {
         if (pam == nullptr) return;
         const auto closed = pam->close();
@@ -812,7 +821,7 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
     // caller (a shell, say) gets it back afterwards, as a shell's job
     // control would give it back, or it could no longer read its terminal.
     const bool had_foreground = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
-    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0], join_netns, gate_read.get());
+    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0], join_netns, gate_read.get(), place);
     const int fork_errno = errno;
     if (chan[1] >= 0) ::close(chan[1]);
     gate_read.reset();
@@ -858,7 +867,8 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
     return exit_status_of(status);
 }
 
-Result<int> run_attach_jail(const Plan& plan, int join_netns, const std::function<Status()>& gate) {
+Result<int> run_attach_jail(const Plan& plan, int join_netns, const std::function<Status()>& gate,
+                            const JailPlacement* place) {
     // Under a watcher, as a one-off jail. bwrap 0.8 arms --die-with-parent in
     // its sandbox only once the sandbox is set up: with bwrap as this
     // process's own child, a SIGKILL of this process during that setup (the
@@ -867,13 +877,14 @@ Result<int> run_attach_jail(const Plan& plan, int join_netns, const std::functio
     // The watcher (the tenant, a subreaper) hears of our death as SIGHUP,
     // relays it and SIGKILLs what bwrap leaves (test_attack_signals.py::
     // test_sigkill_of_the_attach_helper_during_bwrap_setup_leaves_no_client).
-    return run_supervised(plan, nullptr, nullptr, join_netns, gate);
+    return run_supervised(plan, nullptr, nullptr, join_netns, gate, place);
 }
 
-Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end) {
+Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end,
+                                    const JailPlacement* place) {
     if (auto st = block_relayed_signals(); !st) return st.error();
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return fail(Exit::internal, "cannot become the jail's subreaper");
-    const pid_t child = fork_watcher(plan, ready_fd, net_fd, parents_end);
+    const pid_t child = fork_watcher(plan, ready_fd, net_fd, parents_end, -1, -1, place);
     if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
     return child;
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cgroup.hpp"
 #include "identity.hpp"
 #include "pam_session.hpp"
 #include "plan.hpp"
@@ -43,7 +44,8 @@ Status prepare_socket_dir(const std::string& home, uid_t uid);
 // jail up; the tmux client starts only once it passed (run_supervised).
 // Returns the exit status to hand to our caller, or why the attach was
 // refused (the gate's error; nothing of the jail ran).
-Result<int> run_attach_jail(const Plan& plan, int join_netns, const std::function<Status()>& gate);
+Result<int> run_attach_jail(const Plan& plan, int join_netns, const std::function<Status()>& gate,
+                            const JailPlacement* place = nullptr);
 
 // The attach jail's status when its watcher found no tmux server on the
 // tenant's socket and started nothing (the session jail is ending): an exit
@@ -70,8 +72,10 @@ sigset_t relayed_signals();
 // watcher is forked; bwrap sets the jail up meanwhile and waits on the gate
 // (--block-fd) before its command runs. The gate refused: the jail is
 // killed and reaped, and its error returned.
+// `place`: the watcher enters the tenant's cgroup and takes its
+// RLIMIT_NPROC as root, before the drop (null: neither).
 Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns = -1,
-                           const std::function<Status()>& gate = {});
+                           const std::function<Status()>& gate = {}, const JailPlacement* place = nullptr);
 
 // The session jail's watcher, forked by its supervisor: the tenant makes
 // the tmux socket directory, starts bwrap (in a session of its own) and
@@ -80,14 +84,17 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
 // An isolated jail's watcher hands its namespaces over on `net_fd`
 // (attach_user_net, net.hpp), and closes `parents_end`, the caller's end of
 // that channel; both -1 otherwise.
-Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end);
+Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end,
+                                    const JailPlacement* place);
 
 // Waits for `child` with relayed_signals() blocked: relays each signal to
 // it, reaps everything re-parented to us, and SIGKILLs what is left once the
 // child is gone or a relayed signal was not obeyed within a grace period
 // (a stopped or wedged tenant process must not keep a root process waiting).
 // Returns the child's wait status (-1 if it was never reaped).
-int supervise(pid_t child);
+// `on_signal`, if set, is called with each relayed signal first (the
+// session jail's supervisor ends the jails by their cgroup on SIGTERM).
+int supervise(pid_t child, const std::function<void(int)>& on_signal = {});
 
 // A wait status as an exit status: 128 + the signal, as a shell reports it.
 int exit_status_of(int status);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 
+#include "cgroup.hpp"
 #include "launch.hpp"
 #include "log.hpp"
 #include "net.hpp"
@@ -57,6 +58,15 @@ bool detach_stdio() {
     return ::close(null) == 0;
 }
 
+// The limits in the start's audit line: configured, applied, and what
+// this host does not enforce.
+std::string limits_line(const Limits& l, const TenantCgroup& cg) {
+    std::string out = "limits " + limits_summary(l, cg.resolved());
+    out += cg.placed() ? ", cgroup " + cg.path() : ", no cgroup";
+    for (const auto& w : cg.warnings()) out += "; warning: " + w;
+    return out;
+}
+
 // The supervisor: root, in a session of its own, holding the tenant's PAM
 // session for as long as the session jail runs. Returns its exit status.
 int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
@@ -76,6 +86,15 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
     //    What the policy refuses, refused before the PAM session opens.
     if (auto st = validate_request(s.policy, t, Request{JailAction::serve, "", {}}, s.probe); !st)
         return failed(st.error());
+    //    The tenant's cgroup, its limits written before anything enters
+    //    (an explicit limit this host cannot carry refuses, exit 3); this
+    //    process in its leaf, out of the caller's cgroup (a restart of the
+    //    proxy's service no longer reaches the session jail).
+    auto cg = setup_tenant_cgroup(s.policy.limits, t.uid);
+    if (!cg) return failed(cg.error());
+    if (auto st = cg.value().enter_supervisor(); !st) return failed(st.error());
+    const JailPlacement place{&cg.value(), s.policy.limits.tasks_max};
+    const auto oom_before = cg.value().usage().oom_kills.value_or(0);
     // 2. An isolated network's prerequisites, proven (exit 3 if missing):
     //    never a jail with half of its isolation.
     std::optional<TenantCreds> net;
@@ -103,7 +122,7 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
     int chan[2] = {-1, -1};
     if (net && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
         return failed(fail(Exit::internal, "socketpair failed"));
-    auto watcher = spawn_session_watcher(plan.value(), ready[1], chan[1], chan[0]);
+    auto watcher = spawn_session_watcher(plan.value(), ready[1], chan[1], chan[0], &place);
     ::close(ready[1]);
     if (chan[1] >= 0) ::close(chan[1]);
     Status up = watcher ? ok_status() : Status(watcher.error());
@@ -152,13 +171,24 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
                                          plan.value().proc_source + ", network " +
                                          std::string(jail_net_name(plan.value().net)) +
                                          (net ? " (slirp4netns " + std::to_string(user_net.pid) + ")" : "") +
-                                         (pam ? ", PAM session open" : ", no PAM session"),
+                                         (pam ? ", PAM session open" : ", no PAM session") + ", " +
+                                         limits_line(s.policy.limits, cg.value()),
                                      plan.value()));
     write_report(report_fd, ok_status());
     ::close(report_fd);
     // 7. Wait for the jail to end (its last tmux session, `stop`, or the
     //    watcher's death), relaying signals; then leave nothing behind.
-    const int status = supervise(watcher.value());
+    //    `stop` (SIGTERM) ends the jails by their cgroup, whatever they
+    //    did (setsid, double forks, stopped processes), attach jails too.
+    bool stopped = false;
+    const int status = supervise(watcher.value(), [&](int sig) {
+        if (sig != SIGTERM) return;
+        stopped = true;
+        if (auto st = cg.value().kill_jails(); !st) log::audit("warn", st.error().message);
+    });
+    // What the jail left (its attach jails, what escaped bwrap's namespace).
+    if (auto st = cg.value().kill_jails(); !st) log::audit("warn", st.error().message);
+    const auto ooms = cg.value().usage().oom_kills.value_or(0) - oom_before;
     // The namespace before the record: once the record is gone, a new
     // supervisor may make its own under the same name.
     if (attach_netns) dir.remove_attach_netns(t.uid);
@@ -166,7 +196,10 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
     std::string closed = pam ? ", PAM session closed" : "";
     if (pam)
         if (auto st = pam->close(); !st) closed = ", " + st.error().message;
-    log::audit("exit", "session jail ended with status " + std::to_string(exit_status_of(status)) + closed);
+    const std::string why = stopped ? "stop" : ooms > 0 && exit_status_of(status) != 0 ? "OOM" : "its last session";
+    log::audit("exit", "session jail ended (" + why + ") with status " + std::to_string(exit_status_of(status)) +
+                           (ooms > 0 ? ", " + std::to_string(ooms) + " process(es) OOM-killed in its cgroup" : "") +
+                           closed);
     return 0;
 }
 
@@ -188,6 +221,33 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
         code = static_cast<int>(Exit::internal);
     }
     ::_exit(code);
+}
+
+// Ends the supervisor of `uid`'s record (SIGTERM: it ends the jails by
+// their cgroup, closes PAM, removes the record; SIGKILL after a grace
+// period). False if none was running. Under the tenant's lock.
+bool stop_supervisor(const RuntimeDir& dir, uid_t uid) {
+    auto r = dir.read(uid);
+    if (!r) return false;
+    const UniqueFd pidfd = open_supervisor(*r);
+    if (!pidfd.valid()) {
+        // A record left by a crash or a reboot: not trusted, not followed.
+        // What its supervisor would have removed goes with it.
+        dir.remove_attach_netns(uid);
+        dir.remove_if(uid, r->pid);
+        return false;
+    }
+    if (!signal_pidfd(pidfd.get(), SIGTERM) || !wait_pidfd(pidfd.get(), kStopSeconds)) {
+        // Its watcher hears of its death (parent-death signal) and ends the
+        // jail; the caller kills what is left by the cgroup.
+        (void)signal_pidfd(pidfd.get(), SIGKILL);
+        (void)wait_pidfd(pidfd.get(), 2);
+        dir.remove_attach_netns(uid);
+        dir.remove_if(uid, r->pid);
+        log::audit("warn", "the session jail's supervisor did not end within " + std::to_string(kStopSeconds) +
+                               " s and was killed");
+    }
+    return true;
 }
 
 }  // namespace
@@ -250,34 +310,23 @@ std::vector<SupervisorRecord> live_session_jails() {
     return out;
 }
 
-Result<bool> stop_session_jail(uid_t uid) {
+Result<bool> stop_session_jail(uid_t uid, const Limits& limits) {
     auto dir = RuntimeDir::open();
     if (!dir) return dir.error();
     auto lock = dir.value().lock_tenant(uid, kLockSeconds);
     if (!lock) return lock.error();
-    auto r = dir.value().read(uid);
-    if (!r) return false;
-    const UniqueFd pidfd = open_supervisor(*r);
-    if (!pidfd.valid()) {
-        // A record left by a crash or a reboot: not trusted, not followed.
-        // What its supervisor would have removed goes with it.
-        dir.value().remove_attach_netns(uid);
-        dir.value().remove_if(uid, r->pid);
-        return false;
+    const bool was_running = stop_supervisor(dir.value(), uid);
+    // Whatever is left in the tenant's jails (of a supervisor that was
+    // killed, a one-off jail), then the cgroup, under the tenant's lock: no
+    // start can be setting it up meanwhile. Nothing of the tenant survives.
+    const TenantCgroup cg = open_tenant_cgroup(limits, uid);
+    if (cg.placed()) {
+        if (auto st = cg.kill_jails(); !st) return st.error();
+        // A one-off jail's root parent may still be in its leaf: refused
+        // (EBUSY), the empty cgroup stays for the next start.
+        if (auto st = cg.remove(); !st) log::audit("warn", st.error().message);
     }
-    // The supervisor relays SIGTERM: bwrap dies, its pid namespace with it,
-    // then PAM is closed and the record removed.
-    if (!signal_pidfd(pidfd.get(), SIGTERM)) return fail(Exit::internal, "cannot signal the session jail's supervisor");
-    if (!wait_pidfd(pidfd.get(), kStopSeconds)) {
-        // Its watcher hears of its death (parent-death signal) and ends the jail.
-        (void)signal_pidfd(pidfd.get(), SIGKILL);
-        (void)wait_pidfd(pidfd.get(), 2);
-        dir.value().remove_attach_netns(uid);
-        dir.value().remove_if(uid, r->pid);
-        log::audit("warn", "the session jail's supervisor did not end within " + std::to_string(kStopSeconds) +
-                               " s and was killed");
-    }
-    return true;
+    return was_running;
 }
 
 }  // namespace clihost
