@@ -153,10 +153,6 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
                 .append("/")
                 .append(std::to_string(p.tenant->account.uid))
                 .append(".netns), as root before the drop, and bwrap runs without --unshare-net\n");
-        if (req.action != JailAction::attach)
-            out.append("# limits, of all the tenant's jails together (read when its supervisor starts): ")
-                .append(limits_summary(p.policy().limits, std::nullopt))
-                .append("\n");
         for (const auto& w : pl.warnings) out.append("# warning: ").append(w).append("\n");
         out += render(pl);
         if (pl.net == JailNet::isolated) {
@@ -174,6 +170,9 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
             }
         }
     }
+    out.append("# limits, of all the tenant's jails together (read when a jail starts): ")
+        .append(limits_summary(p.policy().limits, std::nullopt))
+        .append("\n");
     const bool written = std::fputs(out.c_str(), stdout) >= 0;
     log::audit("allow", "plan printed");
     return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);

@@ -186,8 +186,10 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
         stopped = true;
         if (auto st = cg.value().kill_jails(); !st) log::audit("warn", st.error().message);
     });
-    // What the jail left (its attach jails, what escaped bwrap's namespace).
-    if (auto st = cg.value().kill_jails(); !st) log::audit("warn", st.error().message);
+    // A jail that ended by itself (its last session) leaves nothing to kill:
+    // its pid namespace ended with bwrap, and its attach jails end with
+    // their clients. A connection attaching meanwhile (its watcher in the
+    // jails leaf, waiting to report that tmux is gone) must live on.
     const auto ooms = cg.value().usage().oom_kills.value_or(0) - oom_before;
     // The namespace before the record: once the record is gone, a new
     // supervisor may make its own under the same name.

@@ -162,7 +162,7 @@ def test_twenty_tenants_three_reconnects_each_one_session_jail_per_tenant(host, 
         for n in names:
             mine = [l for l in lines if l.startswith(f"tenant={n} ")]
             assert len(mine) == 1, (n, lines)
-            assert mine[0].endswith(" sessions=main"), mine
+            assert re.search(r" sessions=main memory=\d+ tasks=\d+$", mine[0]), mine
             assert len(supervisors(host, n)) == 1
     finally:
         for n in names:
