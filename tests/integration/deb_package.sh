@@ -127,6 +127,10 @@ helper=/usr/libexec/clihost-jail/clihost-jail
 check "groups clihost and clihost-tenants exist" "getent group clihost >/dev/null && getent group clihost-tenants >/dev/null"
 check "helper is root:clihost 4750" "[ \"\$(stat -c '%U:%G %a' $helper)\" = 'root:clihost 4750' ]"
 check "mode is a dpkg statoverride" "dpkg-statoverride --list $helper | grep 'root clihost 4750' >/dev/null"
+# While the package is installed, this test refuses to start, touching nothing.
+rc=0; DEB_BUILD_DIR=/nonexistent bash "$0" >"$work/again.log" 2>&1 || rc=$?
+check "a run while the package is installed refuses (exit 1), and leaves it installed" \
+  "[ $rc = 1 ] && grep -q '^deb_package: the clihost-jail package is installed on this host' '$work/again.log' && dpkg-query -W -f='\${db:Status-Abbrev}' clihost-jail | grep -q '^ii' && [ \"\$(stat -c '%U:%G %a' $helper)\" = 'root:clihost 4750' ]"
 check "man pages installed" "[ -f /usr/share/man/man8/clihost-jail.8.gz ] && [ -f /usr/share/man/man5/clihost-jail.conf.5.gz ] && [ -f /usr/share/man/man8/clihost-jail-close-routes.8.gz ]"
 # deb-systemd-helper enables it also on a host without systemd (its state and
 # the symlinks), as for every package's units.
