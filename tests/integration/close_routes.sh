@@ -22,6 +22,7 @@ work=$(mktemp -d)
 chmod 755 "$work"
 t1=ctjcr$$ t2=ctjcs$$
 GUARD_PATHS=(etc/cron.deny etc/at.deny etc/cron.allow etc/at.allow "var/lib/systemd/linger/$t1")
+GUARD_NO_MANIFEST=1
 guard_begin "$work"
 cleaned=0
 cleanup() {

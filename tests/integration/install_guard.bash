@@ -89,8 +89,12 @@ guard_begin() {
   guard_dir=$1
   local m line p q skip
   guard_paths=("${GUARD_PATHS[@]}")
-  for m in "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/release/install_manifest.txt" \
-           ${CLIHOST_JAIL_INSTALL_MANIFEST:+"$CLIHOST_JAIL_INSTALL_MANIFEST"}; do
+  local manifests=()
+  # GUARD_NO_MANIFEST=1: GUARD_PATHS only (a script that touches none of the install).
+  [ "${GUARD_NO_MANIFEST:-0}" = 1 ] || manifests=(
+    "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/release/install_manifest.txt"
+    ${CLIHOST_JAIL_INSTALL_MANIFEST:+"$CLIHOST_JAIL_INSTALL_MANIFEST"})
+  for m in "${manifests[@]}"; do
     [ -f "$m" ] || continue
     while IFS= read -r line; do
       # Absolute paths of files (a manifest lists files), nothing else.
