@@ -11,8 +11,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "cgroup.hpp"
-#include "config.hpp"
+#include "host/cgroup.hpp"
+#include "decide/config.hpp"
 
 using namespace clihost;
 

@@ -2,8 +2,8 @@
 // cgroup files each limit is written to (v1 and v2).
 #include <gtest/gtest.h>
 
-#include "config.hpp"
-#include "limits.hpp"
+#include "decide/config.hpp"
+#include "decide/limits.hpp"
 #include "reason.hpp"
 
 using namespace clihost;
