@@ -360,7 +360,7 @@ std::string iso_time(long long t) {
 }
 
 // list: one line per live session jail, for a proxy to parse:
-// tenant=NAME uid=UID supervisor=PID started=ISO8601 sessions=a,b,c
+// tenant=NAME uid=UID supervisor=PID started=ISO8601 sessions=a,b,c memory=BYTES tasks=N
 // (sessions=- when they cannot be listed, e.g. the tenant is disabled).
 int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     if (auto st = require_root(p); !st) return refuse(st.error());
