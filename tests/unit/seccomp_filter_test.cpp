@@ -33,7 +33,7 @@
 #include <optional>
 #include <string>
 
-#include "seccomp_filter.hpp"
+#include "priv/seccomp_filter.hpp"
 
 using namespace clihost;
 
