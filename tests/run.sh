@@ -24,7 +24,8 @@ packages=(build-essential cmake pkg-config libpam0g-dev libcap-ng-dev libspdlog-
           util-linux libpam-modules libpam-runtime passwd login
           openssh-server openssh-client  # test_routes.py: a real sshd, and check runs sshd -T
           slirp4netns nftables iproute2  # network = isolated, and test_network.py's own test hosts
-          runc bsdutils)  # test_containers.py: OCI bundles with Docker's defaults; script(1) is its ttyd
+          runc bsdutils  # test_containers.py: OCI bundles with Docker's defaults; script(1) is its ttyd
+          lintian)  # deb_package.sh: Debian's own verdict on the .deb
 "$top/install/ensure-packages.sh" "${packages[@]}"
 
 # Audit lines go to syslog (authpriv); the tests read them from auth.log.

@@ -42,6 +42,7 @@ BUILD_BIN = os.environ.get("CLIHOST_JAIL_BUILD_BIN", os.path.join(REPO, "build",
 TEST_CONFIG = os.environ.get("CLIHOST_JAIL_TEST_CONFIG", "/etc/clihost-jail-test/jail.conf")
 RUNTIME_DIR = os.environ.get("CLIHOST_JAIL_TEST_RUNTIME_DIR", "/run/clihost-jail-test")
 AUTH_LOG = "/var/log/auth.log"
+PAM_TARGET = "/etc/pam.d/clihost-jail"  # the harness installs the repo's service here
 
 EXEC_GROUP = "ctj-exec"        # group of the setuid binary (mode 4750)
 TENANT_GROUP = "ctj-tenants"
@@ -327,11 +328,13 @@ class Host:
         _make_root_dir(self.conf_dir)
         _make_root_dir(self.variants)
         self._write(TEST_CONFIG, BASE_CONFIG)
-        pam_target = "/etc/pam.d/clihost-jail"
-        if os.path.exists(pam_target):
-            self._pam_backup = open(pam_target).read()
-        shutil.copy(os.path.join(REPO, "pam", "clihost-jail"), pam_target)
-        os.chmod(pam_target, 0o644)
+        # An installed service (the quickstart's, the package's conffile) is
+        # kept whole, bytes, mode and owner, and put back; none is removed.
+        if os.path.lexists(PAM_TARGET):
+            st = os.lstat(PAM_TARGET)
+            self._pam_backup = (open(PAM_TARGET, "rb").read(), st.st_mode & 0o7777, st.st_uid, st.st_gid)
+        shutil.copy(os.path.join(REPO, "pam", "clihost-jail"), PAM_TARGET)
+        os.chmod(PAM_TARGET, 0o644)
 
     def add_tenant(self, name, home_mode=0o750):
         _delete_user(name)
@@ -359,9 +362,15 @@ class Host:
             sh("groupdel", g, check=False)
         shutil.rmtree(self.prefix, ignore_errors=True)
         shutil.rmtree(self.conf_dir, ignore_errors=True)
-        if self._pam_backup is not None:
-            with open("/etc/pam.d/clihost-jail", "w") as f:
-                f.write(self._pam_backup)
+        if self._pam_backup is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(PAM_TARGET)
+        else:
+            data, mode, uid, gid = self._pam_backup
+            with open(PAM_TARGET, "wb") as f:
+                f.write(data)
+            os.chown(PAM_TARGET, uid, gid)
+            os.chmod(PAM_TARGET, mode)
 
     def _write(self, path, text):
         with open(path, "w") as f:
