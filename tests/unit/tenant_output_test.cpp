@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <set>
 
 #include "validate.hpp"
@@ -43,6 +45,35 @@ TEST(SessionNames, ATenantsNameIsEscapedLosslessly) {
     EXPECT_EQ(caller_session_name("+x"), "\\x2bx");
     EXPECT_EQ(caller_session_name("a.b"), "a\\x2eb");           // '.' only ever stands for '+'
     EXPECT_EQ(caller_session_name("a,b"), "a\\x2cb");
+}
+
+// The documented way back: \xNN to the byte, '.' to tmux's '+'.
+std::string tmux_name_back(const std::string& shown) {
+    std::string out;
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+        if (shown[i] == '\\' && i + 3 < shown.size() && shown[i + 1] == 'x') {
+            out += static_cast<char>(std::stoi(shown.substr(i + 2, 2), nullptr, 16));
+            i += 3;
+        } else {
+            out += shown[i] == '.' ? '+' : shown[i];
+        }
+    }
+    return out;
+}
+
+TEST(SessionNames, EveryByteStringIsShownSafelyAndLosslessly) {
+    std::mt19937 rng(23);
+    for (int n = 0; n < 20000; ++n) {
+        std::string raw(rng() % 12, '\0');
+        for (char& c : raw) c = static_cast<char>(rng() % 256);
+        const auto shown = caller_session_name(raw);
+        for (char c : shown) {
+            const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                            c == '-' || c == '.' || c == '\\';
+            ASSERT_TRUE(ok) << int(static_cast<unsigned char>(c));
+        }
+        ASSERT_EQ(tmux_name_back(shown), raw);
+    }
 }
 
 TEST(SessionNames, ListedSessionsSplitsLinesAndCapsTheirNumber) {
