@@ -1,7 +1,7 @@
 // tenant_output_test.cpp: what a tenant's tmux or jail says, as the helper
 // passes it on (list, kill, an attach's stderr and status), and the session
 // names between caller and tmux (issue 23).
-#include "tenant_output.hpp"
+#include "decide/tenant_output.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <random>
 #include <set>
 
-#include "validate.hpp"
+#include "base/validate.hpp"
 
 namespace clihost {
 namespace {
