@@ -152,10 +152,14 @@ std::string relay_jail_stderr(std::string_view said, std::size_t max_lines) {
     return out;
 }
 
-int attach_client_status(int client_status) { return client_status == 0 ? 0 : kClientFailedStatus; }
+int attach_client_status(int client_status) {
+    const bool exited = client_status >= 1 && client_status <= 127;
+    return exited || client_status < 0 ? kClientFailedStatus : client_status;
+}
 
 int attach_watcher_status(int watcher_status, int no_server) {
-    if ((watcher_status >= 0 && watcher_status <= kClientFailedStatus) || watcher_status == no_server)
+    if ((watcher_status >= 0 && watcher_status <= kClientFailedStatus) || watcher_status == no_server ||
+        (watcher_status > 128 && watcher_status <= 255))
         return watcher_status;
     return kClientFailedStatus;
 }

@@ -80,15 +80,17 @@ std::string iso_time(long long t);
 std::string relay_jail_stderr(std::string_view said, std::size_t max_lines = 8);
 
 // The exit status an attach reports for its tmux client's status: 0 stays 0
-// (detached, or its session ended); anything else (an error, a signal, a
-// status the tenant chose with detach-client -E) is kClientFailedStatus, so
-// that the helper's own codes 1 to 4 are only ever the helper's.
+// (detached, or its session ended), and so does 128 + N for a client killed
+// by signal N (ttyd's SIGHUP, relayed); any exit status 1 to 127 (an error,
+// or whatever the tenant chose with detach-client -E) is
+// kClientFailedStatus, so that the helper's own codes 1 to 4 (and the
+// watcher's internal ones) are only ever the helper's.
 inline constexpr int kClientFailedStatus = 5;
 int attach_client_status(int client_status);
 // What the helper's root process makes of its attach watcher's status: the
 // watcher reports the helper's own codes (1 to 4), the client's mapped
-// status (0, kClientFailedStatus) or `no_server`; anything else (it died of
-// a signal) is kClientFailedStatus too.
+// status (0, kClientFailedStatus, 128 + N) or `no_server`; anything else is
+// kClientFailedStatus too.
 int attach_watcher_status(int watcher_status, int no_server);
 
 // --- the refusal delay --------------------------------------------------------

@@ -81,8 +81,9 @@ USER_RE = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]{0,31}\Z")
 CHILD_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 # Exit codes of the helper itself; any other code is the jailed command's.
-# An attach (run without a command) reports only these and 5, whatever the
-# tenant made its tmux client return (README, "Exit codes").
+# An attach (run without a command) reports only these, 0, 128 + N (its
+# client killed by signal N) and 5 for any other status of the tenant's
+# tmux client, which the tenant chooses (README, "Exit codes").
 HELPER_EXIT = {1: "refused by policy", 2: "usage error", 3: "host cannot run a safe jail", 4: "internal error"}
 ATTACH_CLIENT_FAILED = 5
 

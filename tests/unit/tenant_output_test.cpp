@@ -154,10 +154,13 @@ TEST(Relay, EveryLineEscapedAndMarkedAsTheJails) {
 
 TEST(Relay, AnAttachReportsOnlyTheHelpersOwnCodes) {
     EXPECT_EQ(attach_client_status(0), 0);
-    for (int s : {1, 2, 3, 4, 75, 127, 129, 255}) EXPECT_EQ(attach_client_status(s), kClientFailedStatus) << s;
+    // Any exit status the tenant can choose, the watcher's own 75 too.
+    for (int s : {1, 2, 3, 4, 5, 75, 127, -1}) EXPECT_EQ(attach_client_status(s), kClientFailedStatus) << s;
+    // Killed by a signal: 128 + N, as a shell says it (never 1 to 4).
+    for (int s : {129, 137, 255}) EXPECT_EQ(attach_client_status(s), s) << s;
     EXPECT_GT(kClientFailedStatus, 4);
-    for (int s : {0, 1, 2, 3, 4, 5, 75}) EXPECT_EQ(attach_watcher_status(s, 75), s) << s;
-    for (int s : {6, 74, 129, 137, -1}) EXPECT_EQ(attach_watcher_status(s, 75), kClientFailedStatus) << s;
+    for (int s : {0, 1, 2, 3, 4, 5, 75, 129, 137}) EXPECT_EQ(attach_watcher_status(s, 75), s) << s;
+    for (int s : {6, 74, 128, 256, -1}) EXPECT_EQ(attach_watcher_status(s, 75), kClientFailedStatus) << s;
 }
 
 TEST(RefusalDelay, DoublesFromOneSecondUpToTheMaximum) {
