@@ -55,6 +55,8 @@ NON_TENANT = "ctj-carol"
 # What a child started by the harness gets unless a test says otherwise.
 DEFAULT_ENV = {"PATH": "/usr/bin:/bin"}
 
+# refusal_delay_max = 0: the refusal delay is off but where a test turns it
+# on (test_clihost_proxy.py); the suites make many refusals on purpose.
 BASE_CONFIG = f"""[callers]
 users = {PROXY}
 groups =
@@ -62,6 +64,7 @@ groups =
 group = {TENANT_GROUP}
 min_uid = 1000
 max_uid = 60000
+refusal_delay_max = 0
 [jail]
 allow_caller_command = true
 shell = /usr/bin/bash
