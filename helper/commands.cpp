@@ -336,8 +336,10 @@ std::string iso_time(long long t) {
 }
 
 // list: one line per live session jail, for a proxy to parse:
-// tenant=NAME uid=UID supervisor=PID started=ISO8601 sessions=a,b,c
-// (sessions=- when they cannot be listed, e.g. the tenant is disabled).
+// tenant=NAME uid=UID supervisor=PID started=ISO8601 changed=KEYS sessions=a,b,c
+// (sessions=- when they cannot be listed, e.g. the tenant is disabled;
+// changed= the settings the jail runs with that differ from the config file
+// now, - for none, unknown when its supervisor recorded none).
 int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     if (auto st = require_root(p); !st) return refuse(st.error());
     std::optional<uid_t> only;
@@ -363,8 +365,12 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
                 }
             }
         }
+        // Settings it started with that the config file no longer has
+        // (a running jail keeps them until `stop`).
+        const auto drift = settings_drift(session_jail_settings(r), p.policy());
         out += "tenant=" + r.tenant + " uid=" + std::to_string(r.uid) + " supervisor=" + std::to_string(r.pid) +
-               " started=" + iso_time(r.started) + " sessions=" + (sessions.empty() ? "-" : sessions) + "\n";
+               " started=" + iso_time(r.started) + " changed=" + changed_field(drift) +
+               " sessions=" + (sessions.empty() ? "-" : sessions) + "\n";
     }
     const bool written = std::fputs(out.c_str(), stdout) >= 0;
     log::audit("allow", "listed session jails");
