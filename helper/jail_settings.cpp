@@ -88,8 +88,10 @@ Result<JailSettings> parse_settings(std::string_view text) {
         const auto key = line.substr(0, sp);
         const auto value = line.substr(sp + 1);
         if (!is_key(key)) return bad();
+        // No control byte (a newline would end the line); a path of the
+        // policy may have bytes above ASCII (is_clean_absolute_path allows them).
         for (char c : value)
-            if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) return bad();
+            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return bad();
         for (const auto& [k, v] : out)
             if (k == key) return bad();
         out.emplace_back(std::string(key), std::string(value));

@@ -43,7 +43,7 @@ std::vector<SettingChange> setting_changes(const JailSettings& started, const Ja
 
 // The record's text: "key value\n" lines (values never hold a newline).
 std::string format_settings(const JailSettings& s);
-// Strict inverse of format_settings (bounded, known characters): anything else is an error.
+// Strict inverse of format_settings (bounded, no control bytes, each key once): anything else is an error.
 Result<JailSettings> parse_settings(std::string_view text);
 
 // What `list` (text and JSON) and `check` say about one live session jail:
