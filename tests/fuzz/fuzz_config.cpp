@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "config.hpp"
-#include "jail_settings.hpp"
+#include "decide/config.hpp"
+#include "decide/jail_settings.hpp"
 
 using namespace clihost;
 

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "config.hpp"
+#include "decide/config.hpp"
 #include "reason.hpp"
 
 using clihost::testing::refused_with;

@@ -2,7 +2,7 @@
 // from the config file now (jail_settings.hpp).
 #include <gtest/gtest.h>
 
-#include "jail_settings.hpp"
+#include "decide/jail_settings.hpp"
 
 using namespace clihost;
 
@@ -70,8 +70,8 @@ TEST(JailSettings, TheRecordRoundTripsAndRefusesAnythingElse) {
                             "bwrap /x\n\n", " x\n"})
         EXPECT_FALSE(parse_settings(bad).ok()) << bad;
     EXPECT_FALSE(parse_settings(std::string(100000, 'a') + " x\n").ok());
-    // A policy path may hold bytes above ASCII (fuzz_config found one): it reads back.
-    const auto high = jail_settings(parsed("[jail]\nro_bind = /usr /s\xaein\n"));
+    // A policy path may hold DEL and bytes above ASCII (fuzz_config found both): it reads back.
+    const auto high = jail_settings(parsed("[jail]\nro_bind = /usr /s\xaein /x\x7f\n"));
     ASSERT_TRUE(parse_settings(format_settings(high)).ok());
     EXPECT_EQ(parse_settings(format_settings(high)).value(), high);
 }
