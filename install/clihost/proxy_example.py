@@ -46,6 +46,7 @@ import os
 import pwd
 import re
 import shlex
+import shutil
 import socket
 import stat
 import struct
@@ -54,7 +55,13 @@ import sys
 import time
 
 HELPER = "/usr/libexec/clihost-jail/clihost-jail"
-TTYD = "/usr/bin/ttyd"
+# ttyd: --ttyd, else $CLIHOST_TTYD, else `ttyd` on the proxy's PATH
+# (find_ttyd). Debian 12 has no ttyd package (install/clihost/README.md).
+TTYD = None
+TTYD_ENV = "CLIHOST_TTYD"
+TTYD_HOWTO = ("Debian 12 has no ttyd package: install upstream's static release binary "
+              "(https://github.com/tsl0922/ttyd/releases, e.g. ttyd.x86_64 as /usr/local/bin/ttyd, root-owned, "
+              "mode 0755) or build ttyd from source (install/clihost/README.md, 'Getting ttyd')")
 SUDO = "/usr/bin/sudo"
 # Where ttyd's sockets live: 0700 (or 0750 with a group no tenant is in),
 # owned by the proxy user. /run is root's: create it at boot with
@@ -90,6 +97,34 @@ def _check_names(user, session):
 def _helper_prefix(helper, via_sudo):
     # -n: never prompt; a daemon has no terminal, a prompt would hang.
     return [SUDO, "-n", helper] if via_sudo else [helper]
+
+
+class TtydNotFound(Exception):
+    """No ttyd where the proxy was told, or none on its PATH."""
+
+
+def find_ttyd(explicit=None, env=None):
+    """The ttyd to run, as an absolute path: `explicit` (--ttyd), else
+    $CLIHOST_TTYD, else `ttyd` on PATH. Each is a path (it has a '/') or a
+    name looked up on PATH, and must be an executable file; TtydNotFound says
+    which one was missing and where to get ttyd."""
+    env = os.environ if env is None else env
+    search = env.get("PATH", os.defpath)
+    for source, value in (("--ttyd", explicit), ("$" + TTYD_ENV, env.get(TTYD_ENV)), ("PATH", "ttyd")):
+        if not value:
+            continue
+        if "/" in value:
+            found = value if os.path.isfile(value) and os.access(value, os.X_OK) else None
+        else:
+            found = shutil.which(value, path=search)
+        if found:
+            return os.path.abspath(found)
+        if source == "PATH":
+            raise TtydNotFound(f"ttyd not found: no --ttyd, no ${TTYD_ENV}, and no ttyd on PATH ({search}); "
+                               f"{TTYD_HOWTO}")
+        where = "no executable file there" if "/" in value else f"not on PATH ({search})"
+        raise TtydNotFound(f"ttyd not found: {source} {value}: {where}; {TTYD_HOWTO}")
+    raise AssertionError("unreachable")
 
 
 class SocketDirError(Exception):
@@ -172,8 +207,9 @@ def remove_socket(path):
         os.unlink(path)
 
 
-def terminal_argv(helper, user, session, ttyd=TTYD, socket_dir=SOCKET_DIR, owner=None, via_sudo=False):
-    """argv that serves one tenant terminal on its UNIX socket: ttyd runs the helper."""
+def terminal_argv(helper, user, session, ttyd="ttyd", socket_dir=SOCKET_DIR, owner=None, via_sudo=False):
+    """argv that serves one tenant terminal on its UNIX socket: ttyd runs the
+    helper. ttyd as given (launch_terminal and the CLI pass find_ttyd()'s)."""
     path = socket_path(user, session, socket_dir)
     return [
         ttyd,
@@ -225,7 +261,9 @@ def parse_list(text):
 
 def launch_terminal(user, session, helper=HELPER, ttyd=TTYD, via_sudo=False, socket_dir=SOCKET_DIR):
     """Start ttyd for the tenant; returns the Popen (the proxy reaps it),
-    with .socket_path where it listens."""
+    with .socket_path where it listens. ttyd: find_ttyd(ttyd) (TtydNotFound
+    before anything is made)."""
+    ttyd = find_ttyd(ttyd)
     ensure_socket_dir(socket_dir)
     argv = terminal_argv(helper, user, session, ttyd=ttyd, socket_dir=socket_dir, via_sudo=via_sudo)
     # start_new_session: the proxy's own signals (Ctrl-C in a dev shell) do
@@ -441,7 +479,8 @@ def list_sessions(helper=HELPER, user=None, via_sudo=False, timeout=60):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--helper", default=HELPER, help="path of clihost-jail (default %(default)s)")
-    p.add_argument("--ttyd", default=TTYD, help="path of ttyd (default %(default)s)")
+    p.add_argument("--ttyd", default=TTYD,
+                   help=f"path or name of ttyd (default: ${TTYD_ENV}, else ttyd on PATH)")
     p.add_argument("--sudo", action="store_true", help="call the helper through sudo -n")
     p.add_argument("--socket-dir", default=SOCKET_DIR, help="directory of ttyd's sockets (default %(default)s)")
     p.add_argument("--dry-run", action="store_true", help="print the argv instead of running it")
@@ -458,7 +497,13 @@ def main(argv=None):
     a = p.parse_args(argv)
     try:
         if a.action == "terminal":
-            cmd = terminal_argv(a.helper, a.user, a.session, ttyd=a.ttyd, socket_dir=a.socket_dir, via_sudo=a.sudo)
+            _check_names(a.user, a.session)
+            try:
+                ttyd = find_ttyd(a.ttyd)
+            except TtydNotFound as e:
+                print(f"proxy_example: {e}", file=sys.stderr)
+                return 1
+            cmd = terminal_argv(a.helper, a.user, a.session, ttyd=ttyd, socket_dir=a.socket_dir, via_sudo=a.sudo)
         elif a.action == "kill":
             cmd = kill_argv(a.helper, a.user, a.session, via_sudo=a.sudo)
         elif a.action == "stop":
@@ -473,7 +518,7 @@ def main(argv=None):
         return 0
     if a.action == "terminal":
         try:
-            proc = launch_terminal(a.user, a.session, helper=a.helper, ttyd=a.ttyd, via_sudo=a.sudo,
+            proc = launch_terminal(a.user, a.session, helper=a.helper, ttyd=ttyd, via_sudo=a.sudo,
                                    socket_dir=a.socket_dir)
         except SocketDirError as e:
             print(f"proxy_example: {e}", file=sys.stderr)

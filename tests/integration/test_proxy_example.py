@@ -155,6 +155,80 @@ class Running(unittest.TestCase):
         self.assertIn("invalid session name", r.stderr)
 
 
+class FindTtyd(unittest.TestCase):
+    """Where the example proxy finds ttyd (Debian 12 has no ttyd package):
+    --ttyd, else $CLIHOST_TTYD, else ttyd on PATH; missing, a message that
+    says where to get it."""
+
+    def setUp(self):
+        self.dir = pathlib.Path(tempfile.mkdtemp())
+        self.bin = self.dir / "bin"
+        self.bin.mkdir()
+        self.on_path = write_script(self.bin / "ttyd", "exit 0\n")
+        self.other = write_script(self.dir / "my-ttyd", "exit 0\n")
+        self.empty = self.dir / "empty"
+        self.empty.mkdir()
+
+    def tearDown(self):
+        subprocess.run(["rm", "-rf", str(self.dir)], check=True)
+
+    def test_the_option_then_the_environment_then_path(self):
+        env = {"PATH": str(self.bin), px.TTYD_ENV: self.other}
+        self.assertEqual(px.find_ttyd(self.on_path, env={"PATH": str(self.empty), px.TTYD_ENV: self.other}),
+                         self.on_path)
+        self.assertEqual(px.find_ttyd(None, env=env), self.other)
+        self.assertEqual(px.find_ttyd(None, env={"PATH": f"{self.empty}:{self.bin}"}), self.on_path)
+        # a name given to --ttyd is looked up on PATH
+        self.assertEqual(px.find_ttyd("ttyd", env={"PATH": str(self.bin)}), self.on_path)
+
+    def test_a_missing_ttyd_is_named_with_where_to_get_one(self):
+        with self.assertRaises(px.TtydNotFound) as e:
+            px.find_ttyd(None, env={"PATH": str(self.empty)})
+        msg = str(e.exception)
+        self.assertTrue(msg.startswith(f"ttyd not found: no --ttyd, no ${px.TTYD_ENV}, and no ttyd on PATH "
+                                       f"({self.empty}); Debian 12 has no ttyd package"), msg)
+        self.assertIn("https://github.com/tsl0922/ttyd/releases", msg)
+        # An explicit one that is not there is an error, not a fall-back to PATH.
+        for explicit, env, named in [(str(self.dir / "nope"), {"PATH": str(self.bin)}, "--ttyd"),
+                                     (None, {"PATH": str(self.bin), px.TTYD_ENV: str(self.dir / "nope")},
+                                      "$" + px.TTYD_ENV)]:
+            with self.subTest(named=named), self.assertRaises(px.TtydNotFound) as e:
+                px.find_ttyd(explicit, env=env)
+            self.assertTrue(str(e.exception).startswith(
+                f"ttyd not found: {named} {self.dir / 'nope'}: no executable file there; "), str(e.exception))
+        # Not executable is not found either.
+        plain = self.dir / "plain"
+        plain.write_text("")
+        with self.assertRaises(px.TtydNotFound):
+            px.find_ttyd(str(plain), env={"PATH": str(self.bin)})
+
+    def test_launch_without_ttyd_fails_before_making_anything(self):
+        run = self.dir / "run"
+        saved = os.environ.get("PATH")
+        os.environ["PATH"] = str(self.empty)
+        try:
+            with self.assertRaises(px.TtydNotFound):
+                px.launch_terminal("alice", "main", helper=H, socket_dir=str(run))
+        finally:
+            os.environ["PATH"] = saved
+        self.assertFalse(run.exists())
+
+    def test_the_cli_finds_ttyd_and_says_when_it_cannot(self):
+        script = str(REPO / "install" / "clihost" / "proxy_example.py")
+        argv = [sys.executable, script, "--helper", "/x/cj", "--dry-run", "terminal", "--user", "alice",
+                "--session", "main"]
+        r = subprocess.run(argv, capture_output=True, text=True, check=False, env={"PATH": str(self.empty)})
+        self.assertEqual(r.returncode, 1, r)
+        self.assertTrue(r.stderr.startswith("proxy_example: ttyd not found: no --ttyd, no $CLIHOST_TTYD"), r.stderr)
+        self.assertIn("tsl0922/ttyd/releases", r.stderr)
+        # Control: the same with ttyd on PATH, and with $CLIHOST_TTYD.
+        for env, ttyd in [({"PATH": str(self.bin)}, self.on_path),
+                          ({"PATH": str(self.empty), "CLIHOST_TTYD": self.other}, self.other)]:
+            r = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+            self.assertEqual(r.returncode, 0, r)
+            self.assertTrue(r.stdout.startswith(f"{ttyd} --interface /run/clihost/alice@main.sock "), r.stdout)
+
+
 class SocketDir(unittest.TestCase):
     """ensure_socket_dir: the one directory that keeps tenants from ttyd's
     sockets. Each refusal has its control: the same directory with that one
