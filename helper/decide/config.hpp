@@ -35,6 +35,22 @@ inline constexpr std::uint64_t kDefaultTmpfsSize = std::uint64_t{256} << 20;  //
 inline constexpr std::uint64_t kMinTmpfsSize = std::uint64_t{64} << 10;       // 64K
 inline constexpr std::uint64_t kMaxTmpfsSize = std::uint64_t{1} << 40;        // 1024G
 
+// [jail] setenv: fixed variables the operator gives every tenant's jails.
+// At most this many, each value at most kMaxSetenvValue bytes before $HOME
+// is expanded.
+inline constexpr std::size_t kMaxSetenvItems = 64;
+inline constexpr std::size_t kMaxSetenvValue = 1024;
+// The PATH every jail gets; a setenv PATH must keep these entries, in this
+// order and next to one another, and may add others before or after.
+inline constexpr std::string_view kDefaultJailPath = "/usr/local/bin:/usr/bin:/bin";
+
+// One setenv item: NAME and its value as written ("$HOME" not yet expanded).
+struct SetEnv {
+    std::string name;
+    std::string value;
+    bool operator==(const SetEnv&) const = default;
+};
+
 struct Policy {
     // [callers]
     std::vector<std::string> caller_users{"clihost"};
@@ -66,6 +82,9 @@ struct Policy {
     // ttyd, abstract sockets, sshd) and can squat their ports.
     NetworkMode network{NetworkMode::isolated};
     std::vector<std::string> extra_env{"TERM", "LANG", "LC_ALL", "COLORTERM"};
+    // Fixed values for every tenant (a site CA bundle for Node, a writable
+    // npm prefix, PATH entries in the home): parse_setenv's rules.
+    std::vector<SetEnv> setenv{};
     // The shell tmux starts inside the jail (it becomes SHELL, which tmux's
     // default-shell follows). Empty: the tenant's login shell. Setting it
     // lets tenants have /usr/sbin/nologin as their login shell, so that no
@@ -90,6 +109,21 @@ Result<Policy> parse_config(std::string_view text);
 // binary suffix K, M or G (KiB, MiB, GiB), within [kMinTmpfsSize,
 // kMaxTmpfsSize]. "256M", "1G", "65536".
 Result<std::uint64_t> parse_tmpfs_size(std::string_view v);
+
+// [jail] setenv's value: NAME=VALUE items separated by blanks. NAME follows
+// is_valid_env_name; the variables the helper sets itself (HOME, USER,
+// LOGNAME, SHELL, TTYD_SANDBOX) and every other reserved name
+// (is_reserved_env_name: LD_*, IFS, TMUX...) are refused, except PATH, whose
+// value must be ':'-separated clean absolute paths that keep
+// kDefaultJailPath's entries together and in order (no empty or relative
+// entry: either puts the current directory in PATH). A VALUE is printable
+// ASCII without blanks, quotes or backslashes (nothing is interpreted as a
+// shell would), at most kMaxSetenvValue bytes; '$' only as "$HOME", which
+// becomes the tenant's home. Each NAME once.
+Result<std::vector<SetEnv>> parse_setenv(std::string_view v);
+
+// A setenv value with "$HOME" replaced by `home`.
+std::string expand_home(std::string_view value, std::string_view home);
 
 // /usr/sbin/nologin, /bin/false and the like: a login shell that refuses.
 bool is_refusing_shell(std::string_view shell);

@@ -80,6 +80,16 @@ std::vector<std::string> build_environment(const Policy& policy, const Account& 
         "SHELL=" + jail_shell(policy, tenant),
         "PATH=" + std::string(kSafePath),
     };
+    // The operator's fixed values (config.cpp validated them: no identity
+    // variable, no loader variable, PATH keeping the default's entries),
+    // before the caller's and PAM's, which never override them.
+    // Not trusted to be parsed: an item the parser would refuse is dropped.
+    for (const auto& e : policy.setenv) {
+        if (!parse_setenv(e.name + "=" + e.value)) continue;
+        const std::string value = expand_home(e.value, tenant.home);
+        if (e.name == "PATH") env[4] = "PATH=" + value;
+        else if (!has_name(env, e.name)) env.push_back(e.name + "=" + value);
+    }
     for (const auto& name : policy.extra_env) {
         if (is_reserved_env_name(name) || has_name(env, name)) continue;
         auto it = caller.find(name);

@@ -86,7 +86,12 @@ std::string iso_time(long long t) {
 
 std::string render_list_text(const ListEntry& e) {
     std::string out = "tenant=" + escape_account_name(e.tenant) + " uid=" + std::to_string(e.uid) +
-                      " supervisor=" + std::to_string(e.supervisor) + " started=" + iso_time(e.started) + " sessions=";
+                      " supervisor=" + std::to_string(e.supervisor) + " started=" + iso_time(e.started) + " changed=";
+    if (!e.settings_recorded) out += "unknown";
+    else if (e.changed.empty()) out += '-';
+    for (std::size_t i = 0; e.settings_recorded && i < e.changed.size(); ++i)
+        out.append(i > 0 ? "," : "").append(escape_account_name(e.changed[i]));
+    out += " sessions=";
     if (e.state == SessionsState::no_answer) {
         out += '?';
     } else if (e.state == SessionsState::not_queried || e.sessions.empty()) {
@@ -121,7 +126,15 @@ std::string json_string(std::string_view s) {
 std::string render_list_json(const ListEntry& e) {
     std::string out = "{\"tenant\": " + json_string(escape_account_name(e.tenant)) + ", \"uid\": " +
                       std::to_string(e.uid) + ", \"supervisor\": " + std::to_string(e.supervisor) +
-                      ", \"started\": " + json_string(iso_time(e.started)) + ", \"sessions\": ";
+                      ", \"started\": " + json_string(iso_time(e.started)) + ", \"changed\": ";
+    if (e.settings_recorded) {
+        out += '[';
+        for (std::size_t i = 0; i < e.changed.size(); ++i) out.append(i > 0 ? ", " : "").append(json_string(e.changed[i]));
+        out += ']';
+    } else {
+        out += "null";
+    }
+    out += ", \"sessions\": ";
     if (e.state == SessionsState::listed) {
         out += '[';
         for (std::size_t i = 0; i < e.sessions.size(); ++i) {

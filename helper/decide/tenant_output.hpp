@@ -49,18 +49,24 @@ struct ListEntry {
     long long started{0};  // seconds since the epoch
     SessionsState state{SessionsState::not_queried};
     std::vector<std::string> sessions;  // caller's form (caller_session_name)
+    // Settings the jail started with that differ from the config file now
+    // (jail_settings.hpp's keys); not recorded by a jail of an earlier version.
+    bool settings_recorded{true};
+    std::vector<std::string> changed;
     // Further figures (the resources issue's usage), in this order.
     std::vector<std::pair<std::string, long long>> figures;
 };
 
 // One text line: tenant=NAME uid=UID supervisor=PID started=ISO8601
-// sessions=a,b,c [KEY=N ...]. sessions=- : none, or its owner is no longer
+// changed=KEYS sessions=a,b,c [KEY=N ...]; changed=- : none, unknown : not
+// recorded. sessions=- : none, or its owner is no longer
 // a tenant; sessions=? : its tmux did not answer. The tenant name is
 // escaped like a session name; nothing in the line comes raw from a tenant.
 std::string render_list_text(const ListEntry& e);
 
 // One JSON object on one line (JSON Lines): {"tenant": ..., "uid": N,
-// "supervisor": N, "started": "ISO8601", "sessions": [...] or null,
+// "supervisor": N, "started": "ISO8601", "changed": [...] or null (not
+// recorded), "sessions": [...] or null,
 // "sessions_state": "listed" | "not-a-tenant" | "no-answer", KEY: N...}.
 std::string render_list_json(const ListEntry& e);
 

@@ -68,6 +68,11 @@ std::vector<std::string_view> words(std::string_view s) {
 
 std::string record_name(uid_t uid) { return std::to_string(uid) + ".state"; }
 std::string refusals_name(uid_t uid) { return std::to_string(uid) + ".refused"; }
+std::string settings_name(uid_t uid) { return std::to_string(uid) + ".settings"; }
+std::string settings_header(const SupervisorRecord& r) {
+    return "v1 " + std::to_string(r.pid) + " " + std::to_string(r.start_ticks) + "\n";
+}
+constexpr std::size_t kMaxSettingsFile = kMaxConfigBytes + 8192;
 
 }  // namespace
 
@@ -211,7 +216,38 @@ Status RuntimeDir::write(const SupervisorRecord& r) const {
 
 void RuntimeDir::remove_if(uid_t uid, pid_t pid) const {
     auto r = read(uid);
-    if (r && r->pid == pid) ::unlinkat(fd_.get(), record_name(uid).c_str(), 0);
+    if (!r || r->pid != pid) return;
+    // The settings first: a record is never left without its settings by us.
+    if (read_settings(*r)) ::unlinkat(fd_.get(), settings_name(uid).c_str(), 0);
+    ::unlinkat(fd_.get(), record_name(uid).c_str(), 0);
+}
+
+Status RuntimeDir::write_settings(const SupervisorRecord& r, const JailSettings& settings) const {
+    const std::string name = settings_name(r.uid);
+    const std::string tmp = name + ".tmp" + std::to_string(::getpid());
+    UniqueFd fd(::openat(fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid())
+        return fail(Exit::internal, "cannot write the session jail's settings: " + std::string(std::strerror(errno)));
+    const std::string text = settings_header(r) + format_settings(settings);
+    if (text.size() > kMaxSettingsFile || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+        ::renameat(fd_.get(), tmp.c_str(), fd_.get(), name.c_str()) != 0) {
+        ::unlinkat(fd_.get(), tmp.c_str(), 0);
+        return fail(Exit::internal, "cannot write the session jail's settings: " + std::string(std::strerror(errno)));
+    }
+    return ok_status();
+}
+
+std::optional<JailSettings> RuntimeDir::read_settings(const SupervisorRecord& r) const {
+    UniqueFd fd(::openat(fd_.get(), settings_name(r.uid).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) return std::nullopt;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) return std::nullopt;
+    const std::string text = read_fd(fd.get(), kMaxSettingsFile + 1);
+    const std::string header = settings_header(r);
+    if (text.size() > kMaxSettingsFile || text.compare(0, header.size(), header) != 0) return std::nullopt;
+    auto parsed = parse_settings(std::string_view(text).substr(header.size()));
+    if (!parsed) return std::nullopt;
+    return std::move(parsed).value();
 }
 
 std::vector<SupervisorRecord> RuntimeDir::all() const {

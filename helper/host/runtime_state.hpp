@@ -17,6 +17,7 @@
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
 #include "decide/tenant_output.hpp"
+#include "decide/jail_settings.hpp"
 
 namespace clihost {
 
@@ -72,6 +73,15 @@ public:
     // record is never removed by an earlier one).
     void remove_if(uid_t uid, pid_t pid) const;
     std::vector<SupervisorRecord> all() const;
+
+    // The settings the session jail of `r` started with (jail_settings.hpp),
+    // in UID.settings beside its record: "v1 PID START_TICKS" naming the
+    // supervisor, then format_settings. Written by the supervisor before its
+    // record, removed with it (remove_if). read_settings answers only for
+    // the supervisor the record names: nothing (a jail started by a helper
+    // that recorded none, or a file left by another) otherwise.
+    Status write_settings(const SupervisorRecord& r, const JailSettings& settings) const;
+    std::optional<JailSettings> read_settings(const SupervisorRecord& r) const;
 
     // The tenant's empty network namespace, which its attach jails join
     // rather than each making one (bwrap's --unshare-net, and the namespace's

@@ -136,6 +136,9 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
         attach_netns = made.ok();
         if (!made) log::audit("warn", made.error().message + "; every attach jail makes its own");
     }
+    //    What this jail starts with, for `list` and `check` to compare
+    //    with the config file later (jail_settings.hpp).
+    if (up) up = dir.write_settings(rec, jail_settings(s.policy));
     if (up) up = dir.write(rec);
     if (!up) {
         if (attach_netns) dir.remove_attach_netns(t.uid);
@@ -239,6 +242,12 @@ bool session_jail_ended(const SupervisorRecord& r, int millis) {
     int n;
     while ((n = ::poll(&p, 1, millis)) < 0 && errno == EINTR) {}
     return n == 1;
+}
+
+std::optional<JailSettings> session_jail_settings(const SupervisorRecord& r) {
+    auto dir = RuntimeDir::open();
+    if (!dir) return std::nullopt;
+    return dir.value().read_settings(r);
 }
 
 std::vector<SupervisorRecord> live_session_jails() {

@@ -378,7 +378,9 @@ int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
 // proxy to parse (render_list_text, render_list_json). Every tenant's tmux
 // is asked at once, each within the deadline: one that does not answer is
 // `sessions=?` and delays nobody else. Nothing a tenant says reaches the
-// output but its session names, escaped (caller_session_name).
+// output but its session names, escaped (caller_session_name). changed=:
+// the settings the jail runs with that differ from the config file now
+// (a running jail keeps them until `stop`).
 int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     if (auto st = require_root(p); !st) return refuse(st.error());
     std::optional<uid_t> only;
@@ -408,6 +410,9 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
                 owner.push_back(entries.size());
             }
         }
+        const auto drift = settings_drift(session_jail_settings(r), p.policy());
+        e.settings_recorded = drift.recorded;
+        for (const auto& c : drift.changes) e.changed.push_back(c.key);
         entries.push_back(std::move(e));
     }
     std::vector<const Plan*> asked;

@@ -364,7 +364,7 @@ def test_list_names_each_live_session_jail_with_its_sessions(host, alice, terms)
     lines = list_lines(host, "--user", alice)
     assert len(lines) == 1, lines
     m = re.fullmatch(r"tenant=(\S+) uid=(\d+) supervisor=(\d+) started=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) "
-                     r"sessions=(\S+)", lines[0])
+                     r"changed=- sessions=(\S+)", lines[0])
     assert m, lines[0]
     assert m.group(1) == alice and int(m.group(2)) == pwd.getpwnam(alice).pw_uid
     assert [int(m.group(3))] == supervisors(host, alice)

@@ -44,6 +44,11 @@ int main() {
     std::printf("[jail]\nbwrap = %s\nproc = %s\nro_bind = %s\ntmpfs = %s\nallow_caller_command = %s\nextra_env = %s\n",
                 p.bwrap.c_str(), std::string(proc_mode_name(p.proc)).c_str(), join(p.ro_bind, " ").c_str(),
                 join(p.tmpfs, " ").c_str(), p.allow_caller_command ? "true" : "false", join(p.extra_env, " ").c_str());
+    if (!p.setenv.empty()) {
+        std::vector<std::string> items;
+        for (const auto& e : p.setenv) items.push_back(e.name + "=" + e.value);
+        std::printf("setenv = %s\n", join(items, " ").c_str());
+    }
     std::printf("network = %s\n", std::string(network_mode_name(p.network)).c_str());
     std::printf("nested_sandbox = %s\ntmpfs_size = %s\n", p.nested_sandbox ? "true" : "false",
                 size_text(p.tmpfs_size).c_str());

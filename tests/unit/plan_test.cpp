@@ -532,3 +532,29 @@ TEST(Plan, OverlongHomeCannotHoldATmuxSocket) {
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.error().code, Exit::refused);
 }
+
+TEST(Environment, SetenvValuesComeAfterTheIdentityWithHomeExpanded) {
+    Policy pol;
+    pol.extra_env = {"TERM"};
+    pol.setenv = {{"NPM_CONFIG_PREFIX", "$HOME/.npm-global"},
+                  {"PATH", "$HOME/.local/bin:/usr/local/bin:/usr/bin:/bin"},
+                  {"NODE_EXTRA_CA_CERTS", "/etc/ssl/certs/ca-certificates.crt"}};
+    const CallerEnv caller{{"TERM", "xterm"}, {"NPM_CONFIG_PREFIX", "/tmp/caller"}};
+    // PAM's environment never overrides an operator's value.
+    auto env = build_environment(pol, alice().account, caller, {"NODE_EXTRA_CA_CERTS=/tmp/pam", "MAIL=/var/mail/a"});
+    EXPECT_EQ(env, (std::vector<std::string>{"HOME=/home/alice", "USER=alice", "LOGNAME=alice", "SHELL=/bin/bash",
+                                             "PATH=/home/alice/.local/bin:/usr/local/bin:/usr/bin:/bin",
+                                             "NPM_CONFIG_PREFIX=/home/alice/.npm-global",
+                                             "NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt", "TERM=xterm",
+                                             "MAIL=/var/mail/a", "TTYD_SANDBOX=true"}));
+}
+
+TEST(Environment, SetenvItemsTheParserWouldRefuseAreDropped) {
+    // A Policy not made by the parser: the builder does not trust it.
+    Policy pol;
+    pol.setenv = {{"TTYD_SANDBOX", "false"}, {"HOME", "/tmp"}, {"LD_PRELOAD", "/x.so"}, {"PATH", "/tmp"},
+                  {"A", "x y"}, {"B", "ok"}};
+    auto env = build_environment(pol, alice().account, {}, {});
+    EXPECT_EQ(env, (std::vector<std::string>{"HOME=/home/alice", "USER=alice", "LOGNAME=alice", "SHELL=/bin/bash",
+                                             "PATH=/usr/local/bin:/usr/bin:/bin", "B=ok", "TTYD_SANDBOX=true"}));
+}

@@ -98,12 +98,12 @@ ListEntry entry(std::vector<std::string> sessions, SessionsState st = SessionsSt
 TEST(ListText, OneLineWhateverTheTenantNamedItsSessions) {
     const auto names = listed_sessions("zz tenant=B uid=1008 sessions=evil\nok\x1e\r\x1b]0;x\x07\n", 10);
     const auto line = render_list_text(entry(names));
-    EXPECT_EQ(line, "tenant=alice uid=1001 supervisor=42 started=1970-01-01T00:00:00Z sessions="
+    EXPECT_EQ(line, "tenant=alice uid=1001 supervisor=42 started=1970-01-01T00:00:00Z changed=- sessions="
                     "zz\\x20tenant\\x3dB\\x20uid\\x3d1008\\x20sessions\\x3devil,ok\\x1e\\x0d\\x1b\\x5d0\\x3bx\\x07\n");
-    // Exactly five fields, one '=' each but the first, one line.
+    // Exactly six fields, one '=' each, one line.
     EXPECT_EQ(line.find('\n'), line.size() - 1);
-    EXPECT_EQ(std::count(line.begin(), line.end(), ' '), 4);
-    EXPECT_EQ(std::count(line.begin(), line.end(), '='), 5);
+    EXPECT_EQ(std::count(line.begin(), line.end(), ' '), 5);
+    EXPECT_EQ(std::count(line.begin(), line.end(), '='), 6);
 }
 
 TEST(ListText, NoneNotATenantAndNoAnswerAreTold) {
@@ -115,12 +115,22 @@ TEST(ListText, NoneNotATenantAndNoAnswerAreTold) {
     EXPECT_NE(render_list_text(e).find(" sessions=a,b memory=123 tasks=4\n"), std::string::npos);
 }
 
+TEST(ListText, ChangedSettingsAreNamedOrUnknown) {
+    auto e = entry({"a"});
+    e.changed = {"nested_sandbox", "tmpfs_size"};
+    EXPECT_NE(render_list_text(e).find(" changed=nested_sandbox,tmpfs_size sessions=a\n"), std::string::npos);
+    EXPECT_NE(render_list_json(e).find("\"changed\": [\"nested_sandbox\", \"tmpfs_size\"], "), std::string::npos);
+    e.settings_recorded = false;
+    EXPECT_NE(render_list_text(e).find(" changed=unknown sessions=a\n"), std::string::npos);
+    EXPECT_NE(render_list_json(e).find("\"changed\": null, "), std::string::npos);
+}
+
 TEST(ListJson, EscapedByConstruction) {
     EXPECT_EQ(json_string("a\"b\\c\n\x1b\xff"), "\"a\\\"b\\\\c\\u000a\\u001b\\u00ff\"");
     const auto names = listed_sessions("x\"y\n\xc3\x28\n", 10);
     EXPECT_EQ(render_list_json(entry(names)),
               "{\"tenant\": \"alice\", \"uid\": 1001, \"supervisor\": 42, \"started\": \"1970-01-01T00:00:00Z\", "
-              "\"sessions\": [\"x\\\\x22y\", \"\\\\xc3\\\\x28\"], \"sessions_state\": \"listed\"}\n");
+              "\"changed\": [], \"sessions\": [\"x\\\\x22y\", \"\\\\xc3\\\\x28\"], \"sessions_state\": \"listed\"}\n");
     EXPECT_NE(render_list_json(entry({}, SessionsState::no_answer)).find("\"sessions\": null, \"sessions_state\": "
                                                                          "\"no-answer\""),
               std::string::npos);
