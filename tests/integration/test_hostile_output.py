@@ -20,7 +20,7 @@ import proxy_example as px  # noqa: E402
 
 PROXY_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 TEXT_LINE = re.compile(r"tenant=([A-Za-z0-9_.-]+) uid=(\d+) supervisor=(\d+) "
-                       r"started=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) sessions=(\S+)")
+                       r"started=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) changed=([a-z_,-]+) sessions=(\S+)")
 
 
 def run_list(host, *args, timeout=60):
@@ -66,7 +66,7 @@ def test_list_cannot_be_forged_by_a_session_name_or_a_hook(host, alice, bob, ter
     for line in lines:
         assert TEXT_LINE.fullmatch(line), line
     assert theirs[0].startswith(f"tenant={bob} ") and theirs[0].endswith(f" sessions={s_b}"), theirs
-    names = TEXT_LINE.fullmatch(mine[0]).group(5).split(",")
+    names = TEXT_LINE.fullmatch(mine[0]).group(6).split(",")
     assert mine[0].startswith(f"tenant={alice} ")
     assert s_a in names and "zz\\x20tenant\\x3dB\\x20uid\\x3d1008\\x20sessions\\x3devil" in names, names
     # The hook's line is one more (escaped) name of alice's own, no more.
@@ -85,7 +85,7 @@ def test_a_tenant_whose_tmux_hangs_delays_nobody(host, alice, bob, terms):
     s_a2, _ = started_jail(host, alice, terms)
     s_b, _ = started_jail(host, bob, terms)
     # Control: before the hook, alice's sessions are listed.
-    assert sorted(TEXT_LINE.fullmatch(run_list(host, "--user", alice).stdout.strip()).group(5).split(",")) == \
+    assert sorted(TEXT_LINE.fullmatch(run_list(host, "--user", alice).stdout.strip()).group(6).split(",")) == \
         sorted([s_a, s_a2])
     assert host.tmux(alice, "set-hook", "-g", "after-list-sessions", "run-shell 'sleep 86400'").returncode == 0
     t0 = time.monotonic()
@@ -149,7 +149,7 @@ def test_distinct_session_names_stay_distinct_sessions(host, alice, terms):
     listed = px.parse_list(run_list(host, "--json", "--user", alice).stdout)
     assert sorted(listed[alice]) == sorted([dotted, under]), listed
     text = run_list(host, "--user", alice).stdout
-    assert sorted(TEXT_LINE.fullmatch(text.strip()).group(5).split(",")) == sorted([dotted, under]), text
+    assert sorted(TEXT_LINE.fullmatch(text.strip()).group(6).split(",")) == sorted([dotted, under]), text
     # kill matches the name exactly: x.y's end leaves x_y.
     k = host.run_as(PROXY, [host.bin, "kill", "--user", alice, "--session", dotted])
     assert k.returncode == 0, k
