@@ -1,0 +1,258 @@
+"""One owner per tenant: the tenant's supervisor starts every jail of the
+tenant (docs/ARCHITECTURE.md, "Process model"). A front (`run`, what ttyd
+runs) hands its terminal over to the supervisor (SCM_RIGHTS) and relays.
+
+Each finding of issue 22 as a test, each with its positive control: the
+attach jail (a tenant can turn its tmux client into any command with
+`detach-client -E`) carries the tenant's context, not the caller's; `stop`
+ends every process of the tenant; the supervisor is root through and
+through; the endpoint trusts root only, speaks one protocol version, and
+a stalled or flooding caller costs it nothing lasting.
+"""
+import os
+import pwd
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import PROXY, RUNTIME_DIR, install_faults_bin, new_session, proc_status, sh, spawn, wait_until
+from ptyutil import PtyProcess, attach, shell_ready
+
+
+def record(tenant):
+    path = os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(tenant).pw_uid}.state")
+    try:
+        return open(path).read().split()
+    except FileNotFoundError:
+        return None
+
+
+def supervisor_pid(tenant):
+    rec = record(tenant)
+    return int(rec[3]) if rec else None
+
+
+def endpoint(tenant):
+    return os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(tenant).pw_uid}.sock")
+
+
+def detach_exec(t, command):
+    """The tenant turns its tmux client (in the attach jail) into `command`."""
+    t.write(f"tmux detach-client -E \"{command}\"\r")
+
+
+def request(version, tenant_session="s1"):
+    fields = ["attach", tenant_session, "root", "0", "root", "-", "0", "0"]
+    return f"clihost-jail-request {version}\0".encode() + b"".join(f.encode() + b"\0" for f in fields)
+
+
+def connect_root(tenant):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(10)
+    s.connect(endpoint(tenant))
+    return s
+
+
+# -------------------------------------------------------------- context --
+
+def test_a_detached_client_command_has_the_tenants_keyring_loginuid_and_limits(host, alice, terms):
+    limits = "/etc/security/limits.d/ctj-owner-test.conf"
+    with open(limits, "w") as f:
+        f.write(f"{alice} soft nofile 100\n{alice} hard nofile 100\n")
+    try:
+        s = new_session()
+        # The caller holds a key in its session keyring, and then runs the
+        # front in it, as a proxy's service would.
+        script = (f"keyctl add user ctjowner CALLERSECRET42 @s >/dev/null && "
+                  f"echo CONTROL_$(keyctl print %user:ctjowner) && "
+                  f"echo CALLER_LOGINUID_$(cat /proc/self/loginuid) && "
+                  f"exec {host.bin} run --user {alice} --session {s}")
+        t = PtyProcess(["keyctl", "session", "-", "/bin/sh", "-c", script], user=PROXY)
+        terms.append(t)
+        assert shell_ready(t), t.output()
+        # Positive control: a process that inherits the caller's keyring
+        # reads the key.
+        assert "CONTROL_CALLERSECRET42" in t.output(), t.output()
+        uid = pwd.getpwnam(alice).pw_uid
+        caller_loginuid = re.search(r"CALLER_LOGINUID_(\d+)", t.output()).group(1)
+        assert caller_loginuid != str(uid)
+        detach_exec(t, "sh -c 'keyctl search @s user ctjowner; echo KEYSEARCH_$?; "
+                       "echo LOGINUID_$(cat /proc/self/loginuid); echo NOFILE_$(ulimit -n); sleep 60'")
+        assert t.wait_for("NOFILE_", 15), t.output()
+        out = t.output()
+        assert "KEYSEARCH_1" in out, out
+        assert "CALLERSECRET42" not in out.split("KEYSEARCH_")[0].split("detach-client")[-1], out
+        assert f"LOGINUID_{uid}" in out, out
+        assert "NOFILE_100" in out, out
+        # The supervisor keeps its baseline: a tenant's nofile does not cap it.
+        sup = supervisor_pid(alice)
+        limits_text = open(f"/proc/{sup}/limits").read()
+        line = [l for l in limits_text.splitlines() if l.startswith("Max open files")][0]
+        assert line.split()[3] != "100", line
+    finally:
+        os.unlink(limits)
+
+
+def test_stop_ends_every_process_of_the_tenant_after_detach_client_exec(host, alice, terms):
+    s = new_session()
+    t = attach(host, alice, s, terms)
+    assert shell_ready(t), t.output()
+    detach_exec(t, "exec sleep 4242")
+    uid = pwd.getpwnam(alice).pw_uid
+
+    def sleeping():
+        for pid in host.processes_of(alice):
+            try:
+                if open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[:2] == [b"sleep", b"4242"]:
+                    return True
+            except OSError:
+                pass
+        return False
+    # Control: the detached client's command runs as the tenant.
+    assert wait_until(sleeping, 10), host.processes_of(alice)
+    r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+    assert r.returncode == 0, r
+    # Zero processes of the tenant on the whole host (zombies reaped too).
+    assert wait_until(lambda: not host.processes_of(alice), 5), \
+        [(p, open(f"/proc/{p}/cmdline", "rb").read()) for p in host.processes_of(alice) if os.path.exists(f"/proc/{p}")]
+    assert uid
+
+
+def test_the_supervisor_is_root_through_and_through(host, alice, terms):
+    t = attach(host, alice, new_session(), terms)
+    assert shell_ready(t), t.output()
+    sup = supervisor_pid(alice)
+    assert proc_status(sup, "Uid") == ["0", "0", "0", "0"]
+    assert proc_status(sup, "Gid") == ["0", "0", "0", "0"]
+    assert proc_status(sup, "Groups") == []
+    # Its parent is init (double fork), never a front.
+    assert int(proc_status(sup, "PPid")[0]) == 1
+    r = host.run_as(PROXY, ["/bin/kill", "-STOP", str(sup)])
+    assert r.returncode != 0 and "Operation not permitted" in r.stderr, r
+    # Control: the front (real uid the proxy's) can be signalled by the proxy.
+    r = host.run_as(PROXY, ["/bin/kill", "-0", str(t.proc.pid)])
+    assert r.returncode == 0, r
+
+
+def test_the_jail_has_no_controlling_terminal_and_tiocsti_fails(host, alice, terms):
+    t = attach(host, alice, new_session(), terms)
+    assert shell_ready(t), t.output()
+    prog = ("import fcntl,termios,sys\n"
+            "try:\n fcntl.ioctl(0, termios.TIOCSTI, b'x'); print('STI_OK')\n"
+            "except OSError as e: print('STI_ERR', e.errno)\n")
+    with open(os.path.join(host.home(alice), "sti.py"), "w") as f:
+        f.write(prog)
+    sh("chown", f"{alice}:", os.path.join(host.home(alice), "sti.py"))
+    detach_exec(t, "sh -c 'python3 ~/sti.py; ps -o tty= -p $$ | sed s/^/TTY_/; sleep 30'")
+    assert t.wait_for("TTY_", 15), t.output()
+    out = t.output()
+    assert "STI_OK" not in out and "STI_ERR" in out, out
+    assert "TTY_?" in out, out
+
+
+# ------------------------------------------------------------- endpoint --
+
+def test_the_endpoint_refuses_a_non_root_peer(host, alice, terms):
+    t = attach(host, alice, new_session(), terms)
+    assert shell_ready(t), t.output()
+    ep = endpoint(alice)
+    st = os.stat(ep)
+    assert st.st_uid == 0 and (os.stat(RUNTIME_DIR).st_mode & 0o777) == 0o700
+    # Open the first lock (the directory's mode) for this test only: the
+    # second (SO_PEERCRED) must refuse on its own.
+    os.chmod(RUNTIME_DIR, 0o711)
+    os.chmod(ep, 0o777)
+    try:
+        code = ("import socket,sys\n"
+                "s=socket.socket(socket.AF_UNIX,socket.SOCK_SEQPACKET); s.settimeout(5); s.connect(sys.argv[1])\n"
+                "s.send(sys.stdin.buffer.read()); print(s.recv(2000).decode())\n")
+        p = subprocess.run(["python3", "-c", code, ep], input=request(2), capture_output=True,
+                           preexec_fn=lambda: os.setuid(65534), timeout=20)
+        assert "fail 1 the supervisor speaks to root only" in p.stdout.decode(), p
+        # Control: root's connection passes that check (and meets the next).
+        s = connect_root(alice)
+        s.send(request(2))
+        assert "speaks to root only" not in s.recv(2000).decode()
+    finally:
+        os.chmod(ep, 0o755)
+        os.chmod(RUNTIME_DIR, 0o700)
+
+
+def test_a_wrong_protocol_version_is_refused_with_its_line(host, alice, terms):
+    t = attach(host, alice, new_session(), terms)
+    assert shell_ready(t), t.output()
+    s = connect_root(alice)
+    s.send(request(1))
+    reply = s.recv(2000).decode()
+    assert reply.startswith("fail 3 protocol version 1 is not this supervisor's (2)"), reply
+    assert f"clihost-jail stop --user {alice}" in reply, reply
+    # A front of another version (the fault-injection build stands in).
+    faults = install_faults_bin(host, "clihost-jail-faults-proto")
+    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "old_protocol"}
+    old = PtyProcess([faults, "run", "--user", alice, "--session", new_session()], env=env)
+    terms.append(old)
+    assert old.wait(15) == 3
+    assert f"clihost-jail stop --user {alice}" in old.output(), old.output()
+
+
+def test_a_half_open_handshake_times_out(host, alice, terms):
+    t = attach(host, alice, new_session(), terms)
+    assert shell_ready(t), t.output()
+    s = connect_root(alice)
+    started = time.monotonic()
+    assert s.recv(2000) == b""  # closed by the supervisor, no reply
+    assert time.monotonic() - started < 5
+    # Control: a connection that speaks gets an answer.
+    s = connect_root(alice)
+    s.send(b"garbage")
+    assert s.recv(2000).decode().startswith("fail 1 malformed request")
+
+
+def test_a_flood_of_fronts_leaves_stop_working(host, alice, terms):
+    t = attach(host, alice, new_session(), terms)
+    assert shell_ready(t), t.output()
+    sup = supervisor_pid(alice)
+    flood = []
+    for _ in range(40):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.setblocking(False)
+        try:
+            s.connect(endpoint(alice))
+        except (BlockingIOError, ConnectionRefusedError, OSError):
+            pass
+        flood.append(s)
+    started = time.monotonic()
+    r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+    assert r.returncode == 0 and "session jail stopped" in r.stdout, r
+    assert time.monotonic() - started < 8
+    assert not os.path.exists(f"/proc/{sup}")
+    assert wait_until(lambda: not host.processes_of(alice), 5)
+    for s in flood:
+        s.close()
+
+
+# -------------------------------------------------------------- upgrade --
+
+def test_a_session_jail_of_the_previous_version_is_refused_by_name(host, alice, terms):
+    faults = install_faults_bin(host, "clihost-jail-faults-upgrade")
+    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "old_record"}
+    old = PtyProcess([faults, "run", "--user", alice, "--session", new_session()], env=env)
+    terms.append(old)
+    # A v1 record and no endpoint: what a build before the owner model left.
+    assert wait_until(lambda: record(alice) is not None, 15), old.output()
+    assert record(alice)[0] == "v1"
+    assert not os.path.exists(endpoint(alice))
+    started = time.monotonic()
+    t = attach(host, alice, new_session(), terms)
+    assert t.wait(15) == 3
+    assert time.monotonic() - started < 10
+    assert f"end it with clihost-jail stop --user {alice}" in t.output(), t.output()
+    r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+    assert r.returncode == 0 and "session jail stopped" in r.stdout, r
+    # Control: after the stop, a front attaches.
+    t2 = attach(host, alice, new_session(), terms)
+    assert shell_ready(t2), t2.output()
