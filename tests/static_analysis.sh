@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/static_analysis.sh: clang-tidy (checks in .clang-tidy) over helper/*.cpp
+# tests/static_analysis.sh: clang-tidy (checks in .clang-tidy) over helper/*/*.cpp
 # and cppcheck over the same sources; exits non-zero on any finding of either.
 # Installs clang-tidy and cppcheck with apt-get when missing (Debian 12).
 #   TIDY_BUILD_DIR=...  where to configure the build whose compile_commands.json
@@ -29,7 +29,7 @@ trap 'rm -f "$out"' EXIT
 start=$SECONDS
 # -quiet drops the "N warnings generated" noise from system headers; with
 # WarningsAsErrors: '*' any finding makes clang-tidy exit non-zero.
-if ! printf '%s\n' "$top"/helper/*.cpp |
+if ! printf '%s\n' "$top"/helper/*/*.cpp |
      xargs -P "$jobs" -n 1 "$tidy" -p "$build" --quiet >"$out" 2>&1; then
   status=1
 fi

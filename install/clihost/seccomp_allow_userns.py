@@ -33,7 +33,7 @@ profiles/seccomp/default.json at your version's tag):
 import json
 import sys
 
-# clone: the helper's probe (helper/probe.cpp trial_clone: a raw
+# clone: the helper's probe (helper/proc/probe.cpp trial_clone: a raw
 # clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID), whose child mounts a fresh
 # procfs) and bwrap's own raw clone (CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|
 # CLONE_NEWIPC). clone3 is left as the default has it (ENOSYS, so libc falls

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
-#include "config.hpp"
+#include "decide/cli.hpp"
+#include "decide/config.hpp"
 
 using namespace clihost;
 

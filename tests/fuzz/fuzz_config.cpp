@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "config.hpp"
+#include "decide/config.hpp"
 
 using namespace clihost;
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "probe.hpp"
+#include "proc/probe.hpp"
 
 using namespace clihost;
 

@@ -20,11 +20,11 @@
 #include <string_view>
 #include <vector>
 
-#include "config.hpp"
+#include "decide/config.hpp"
 #include "fake_accounts.hpp"
-#include "identity.hpp"
-#include "plan.hpp"
-#include "seccomp_filter.hpp"
+#include "decide/identity.hpp"
+#include "decide/plan.hpp"
+#include "priv/seccomp_filter.hpp"
 
 using namespace clihost;
 

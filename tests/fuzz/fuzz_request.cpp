@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "request.hpp"
+#include "decide/request.hpp"
 
 using namespace clihost;
 

@@ -37,26 +37,30 @@ check "PAM service is the repo's, mode 644" \
   "cmp -s '$root/etc/pam.d/clihost-jail' '$repo/pam/clihost-jail' && [ \"\$(stat -c %a '$root/etc/pam.d/clihost-jail')\" = 644 ]"
 check "example policy installed, mode 644" \
   "cmp -s '$root/etc/clihost-jail/jail.conf' '$repo/install/jail.conf' && [ \"\$(stat -c %a '$root/etc/clihost-jail/jail.conf')\" = 644 ]"
-check "clihost-jail(8) installed" "[ -f '$root/usr/share/man/man8/clihost-jail.8' ]"
-check "clihost-jail.conf(5) installed" "[ -f '$root/usr/share/man/man5/clihost-jail.conf.5' ]"
+# Man pages gzip -9n, as Debian policy 12.1 wants them (the .deb is made
+# from this install).
+check "clihost-jail(8) installed" "[ -f '$root/usr/share/man/man8/clihost-jail.8.gz' ]"
+check "clihost-jail.conf(5) installed" "[ -f '$root/usr/share/man/man5/clihost-jail.conf.5.gz' ]"
+check "clihost-jail-close-routes(8) installed" "[ -f '$root/usr/share/man/man8/clihost-jail-close-routes.8.gz' ]"
+check "no uncompressed page installed" "[ -z \"\$(find '$root/usr/share/man' -type f ! -name '*.gz')\" ]"
 # Each installed page is titled (.TH) and named (NAME) as its file, so that
 # `man clihost-jail.conf` and whatis find what the page says it is.
 man=$root/usr/share/man
-for page in man8/clihost-jail.8 man5/clihost-jail.conf.5; do
-  base=${page#*/} f=$man/$page
+for page in man8/clihost-jail.8 man5/clihost-jail.conf.5 man8/clihost-jail-close-routes.8; do
+  base=${page#*/} f=$man/$page.gz
   name=${base%.*} sect=${base##*.}
-  th=$(sed -nE 's/^\.TH +([^ ]+) +([^ ]+).*/\1 \2/p' "$f" 2>/dev/null | sed 's/\\-/-/g')
-  nm=$(sed -n '/^\.SH NAME/{n;p;q}' "$f" 2>/dev/null | sed -E 's/\\-/-/g; s/\\%//g; s/ +- .*//')
+  th=$(zcat "$f" 2>/dev/null | sed -nE 's/^\.TH +([^ ]+) +([^ ]+).*/\1 \2/p' | sed 's/\\-/-/g')
+  nm=$(zcat "$f" 2>/dev/null | sed -n '/^\.SH NAME/{n;p;q}' | sed -E 's/\\-/-/g; s/\\%//g; s/ +- .*//')
   check "$base: .TH is $name $sect (got: $th)" "[ '$th' = '${name^^} $sect' ]"
   check "$base: NAME is $name (got: $nm)" "[ '$nm' = '$name' ]"
 done
 # Every cross reference to a page of this package (.BR name (N), any name
 # containing "jail") names a page that is installed: no jail.conf(5).
-refs=$(cat "$man"/man8/clihost-jail.8 "$man"/man5/clihost-jail.conf.5 2>/dev/null \
+refs=$(zcat "$man"/man8/*.8.gz "$man"/man5/*.5.gz 2>/dev/null \
   | sed -nE 's/^\.BR +(\\%)?([a-z\\.-]*jail[a-z\\.-]*) +\(([0-9])\).*/\2 \3/p' | sed 's/\\-/-/g' | sort -u)
 dangling=""
 while read -r name sect; do
-  if [ -n "$name" ] && [ ! -f "$man/man$sect/$name.$sect" ]; then dangling+=" $name($sect)"; fi
+  if [ -n "$name" ] && [ ! -f "$man/man$sect/$name.$sect.gz" ]; then dangling+=" $name($sect)"; fi
 done <<<"$refs"
 check "cross references resolve to installed pages ($(tr '\n' ' ' <<<"$refs"| sed 's/ $//'); dangling:${dangling:- none})" \
   "[ -n \"\$refs\" ] && [ -z '$dangling' ]"
@@ -80,11 +84,30 @@ check "sudoers drop-in shipped as an example" "[ -f '$root/usr/share/doc/clihost
 check "the Docker seccomp script and Dockerfile shipped as examples" \
   "cmp -s '$root/usr/share/doc/clihost-jail/examples/clihost/seccomp_allow_userns.py' '$repo/install/clihost/seccomp_allow_userns.py' && cmp -s '$root/usr/share/doc/clihost-jail/examples/clihost/Dockerfile' '$repo/install/clihost/Dockerfile'"
 
+check "Debian's copyright, changelog.Debian.gz and lintian overrides installed" \
+  "cmp -s '$root/usr/share/doc/clihost-jail/copyright' '$repo/install/debian/copyright' && zcat '$root/usr/share/doc/clihost-jail/changelog.Debian.gz' | cmp -s - '$repo/install/debian/changelog' && cmp -s '$root/usr/share/lintian/overrides/clihost-jail' '$repo/install/debian/lintian-overrides'"
+# The packaging tests keep an existing install aside and put it back
+# (install_guard.bash): every installed file must lie under a path they guard.
+# shellcheck source=install_guard.bash
+. "$repo/tests/integration/install_guard.bash"
+unguarded=""
+while IFS= read -r f; do
+  rel=${f#"$root"/} covered=0
+  for g in "${GUARD_PATHS[@]}"; do
+    if [ "$rel" = "$g" ] || [[ "$rel" == "$g"/* ]]; then covered=1; break; fi
+  done
+  [ "$covered" = 1 ] || unguarded+=" /$rel"
+done < <(find "$root" ! -type d)
+check "every installed file is under a path install_guard.bash keeps (not:${unguarded:- none})" "[ -z '$unguarded' ]"
+# An older install's uncompressed page does not stay beside the new one.
+echo old >"$root/usr/share/man/man8/clihost-jail.8"
+
 # The operator edits the policy; a re-install (upgrade) must keep it.
 printf '[jail]\nproc = private-or-hidepid\n' >"$root/etc/clihost-jail/jail.conf"
 DESTDIR=$root cmake --install "$work/build" >"$work/install2.log"
 check "an edited policy survives a re-install" "grep -q 'private-or-hidepid' '$root/etc/clihost-jail/jail.conf'"
 check "the re-install says it kept the policy" "grep -q 'Keeping existing' '$work/install2.log'"
+check "the re-install removes an older install's uncompressed page" "[ ! -e '$root/usr/share/man/man8/clihost-jail.8' ]"
 check "the helper is still 4750 after a re-install" "[ \"\$(stat -c %a '$bin')\" = 4750 ]"
 
 echo "$pass passed, $fail failed"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Checks that install/man/clihost-jail.8 and jail.conf.5 render without any
+# Checks that install/man/*.8 and jail.conf.5 render without any
 # warning from groff (-ww: all warnings, -z: no output) and from man-db
 # (man --warnings -l), that each page's .TH title and NAME are the name
 # CMakeLists.txt installs it under (jail.conf.5 is installed as
@@ -25,20 +25,23 @@ check() { # check NAME EXPECTED ACTUAL
     if [ "$2" = "$3" ]; then pass=$((pass + 1)); echo "ok   $1";
     else fail=$((fail + 1)); echo "FAIL $1: expected [$2], got [$3]"; fi
 }
-for page in clihost-jail.8 jail.conf.5; do
+for page in clihost-jail.8 jail.conf.5 clihost-jail-close-routes.8; do
     f=$mandir/$page
     check "$page: groff -man -ww -z is silent" "" "$(groff -man -ww -z "$f" 2>&1)"
     check "$page: man --warnings -l is silent" "" "$(man --warnings -l "$f" 2>&1 >/dev/null)"
     check "$page: renders to text" yes "$(man -l "$f" 2>/dev/null | grep '^NAME' >/dev/null && echo yes || echo no)"
 done
 
-# Page names. The installed name comes from CMakeLists.txt (RENAME included),
+# Page names. The installed name comes from CMakeLists.txt
+# (clihost_jail_man(SOURCE SECTION NAME), installed as manSECTION/NAME.SECTION.gz),
 # since that is what `man NAME`, whatis and cross references go by.
-installed=$(sed -nE 's#^install\(FILES install/man/([^ ]+) DESTINATION [^ ]*/man([0-9])( RENAME ([^ )]+))?\).*#\1 \2 \4#p' \
+installed=$(sed -nE 's#^clihost_jail_man\(install/man/([^ ]+) ([0-9]) ([^ )]+)\).*#\1 \2 \3.\2#p' \
     "$here/../../CMakeLists.txt")
-check "CMakeLists.txt installs both pages" "clihost-jail.8 jail.conf.5" "$(cut -d' ' -f1 <<<"$installed" | sort | tr '\n' ' ' | sed 's/ $//')"
+check "CMakeLists.txt installs every page" "clihost-jail-close-routes.8 clihost-jail.8 jail.conf.5" \
+    "$(cut -d' ' -f1 <<<"$installed" | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')"
+check "every page in install/man is installed" "$(cd "$mandir" && ls | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')" \
+    "$(cut -d' ' -f1 <<<"$installed" | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')"
 while read -r src sect inst; do
-    inst=${inst:-$src}
     name=${inst%.*}
     f=$mandir/$src
     check "$src: installed as $inst in man$sect" "$sect" "${inst##*.}"
@@ -50,7 +53,9 @@ check "jail.conf.5: NAME names the file it documents" yes \
     "$(lexgrog "$mandir/jail.conf.5" 2>/dev/null | grep -F /etc/clihost-jail/jail.conf >/dev/null && echo yes || echo no)"
 # Cross references (name(section) in the rendered text) to this package's pages.
 refs() { man -l "$1" 2>/dev/null | grep -oE '[a-z.-]*jail[a-z.-]*\([0-9]\)' | sort -u | tr '\n' ' ' | sed 's/ $//'; }
-check "clihost-jail.8 refers to clihost-jail.conf(5), not jail.conf(5)" "clihost-jail.conf(5)" "$(refs "$mandir/clihost-jail.8")"
+check "clihost-jail.8 refers to clihost-jail.conf(5), not jail.conf(5)" "clihost-jail-close-routes(8) clihost-jail.conf(5)" "$(refs "$mandir/clihost-jail.8")"
+check "clihost-jail-close-routes.8 refers to clihost-jail(8) and clihost-jail.conf(5)" "clihost-jail(8) clihost-jail.conf(5)" \
+    "$(refs "$mandir/clihost-jail-close-routes.8")"
 check "jail.conf.5 refers to clihost-jail(8)" "clihost-jail(8)" "$(refs "$mandir/jail.conf.5")"
 
 # Contract coverage, looked for in the rendered text.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drive a PAM service exactly the way clihost-jail does, and print what happened.
 
-The calls, items, flags and conversation are those of helper/pam_session.cpp
+The calls, items, flags and conversation are those of helper/priv/pam_session.cpp
 (PamSession::open, environment, close), in its order:
 
   pam_start(SERVICE, TENANT, quiet conversation)

@@ -3,7 +3,7 @@
 # Checks: account refusals the helper relies on (expired account, forced
 # password change, root as tenant, nologin), that pam_authenticate always
 # fails, that the helper's exact sequence (pam_sequence.py mirrors
-# helper/pam_session.cpp call for call) succeeds both as root and in the
+# helper/priv/pam_session.cpp call for call) succeeds both as root and in the
 # setuid state (real uid = proxy user, euid 0), loginuid is set to the tenant,
 # and ~/.pam_environment is ignored. Uses a private copy of the service file
 # (pam_start_confdir); pamtester uses a temporary service name.

@@ -3,39 +3,37 @@
 # the helper system-wide and shows a jailed tmux session. Its output must show
 # what the README promises from inside the jail (the other tenant's home does
 # not exist, /etc is read-only, ps sees only the jail, TTYD_SANDBOX=true).
-# Root only; afterwards restores what was at the install paths, and removes
-# the demo tenants and groups if it was the one to create them.
+# Root only; afterwards removes the demo tenants and groups if it was the one
+# to create them, and puts back an install already on the host as it was
+# (install_guard.bash; the last check compares every path).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "quickstart_demo: needs root" >&2; exit 1; }
+# shellcheck source=install_guard.bash
+. "$repo/tests/integration/install_guard.bash"
 pass=0 fail=0
 ok() { echo "ok - $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
 check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
 
 work=$(mktemp -d)
-saved=()
-absent=()
-for f in usr/libexec/clihost-jail etc/clihost-jail etc/pam.d/clihost-jail usr/share/man/man8/clihost-jail.8 \
-         usr/share/man/man5/clihost-jail.conf.5 usr/share/doc/clihost-jail etc/ssh/sshd_config.d/clihost-jail.conf \
-         usr/share/clihost-jail usr/sbin/clihost-jail-close-routes etc/cron.deny etc/at.deny run/sshd; do
-  if [ -e "/$f" ]; then saved+=("$f"); else absent+=("$f"); fi
-done
-[ ${#saved[@]} -eq 0 ] || tar -C / -cpf "$work/backup.tar" "${saved[@]}"
+guard_begin "$work"
+sshd_dir_was_there=0
+[ ! -e /run/sshd ] || sshd_dir_was_there=1
 new_users=() new_groups=()
 for u in clihost-demo1 clihost-demo2; do id "$u" >/dev/null 2>&1 || new_users+=("$u"); done
 for g in clihost clihost-tenants; do getent group "$g" >/dev/null || new_groups+=("$g"); done
+cleaned=0
 cleanup() {
+  [ "$cleaned" = 0 ] || return 0
+  cleaned=1
   pkill -KILL -u clihost-demo1 >/dev/null 2>&1 || true
   for u in "${new_users[@]}"; do userdel -r -f "$u" >/dev/null 2>&1 || true; done
   for g in "${new_groups[@]}"; do groupdel "$g" >/dev/null 2>&1 || true; done
-  rm -rf /usr/libexec/clihost-jail /etc/clihost-jail /etc/pam.d/clihost-jail /usr/share/man/man8/clihost-jail.8 \
-         /usr/share/man/man5/clihost-jail.conf.5 /usr/share/doc/clihost-jail
-  for f in "${absent[@]}"; do rm -rf "/${f:?}"; done
-  [ -f "$work/backup.tar" ] && tar -C / -xpf "$work/backup.tar"
-  rm -rf "$work"
+  guard_restore
+  [ "$sshd_dir_was_there" = 1 ] || rmdir /run/sshd 2>/dev/null || true
 }
-trap cleanup EXIT
+trap 'cleanup; rm -rf "$work"' EXIT
 # The demo installs the repo's example policy only where none exists: start
 # from none, as on a fresh machine (the backup above brings any back).
 rm -rf /etc/clihost-jail
@@ -73,5 +71,7 @@ check "the demo session was killed" \
   "! runuser -u clihost-demo1 -- tmux -S /home/clihost-demo1/.cache/tmux/clihost.sock has-session -t =demo 2>/dev/null"
 [ "$fail" = 0 ] || { echo "--- quickstart output"; cat "$out"; }
 
+cleanup
+if guard_verify >"$work/guard.txt"; then ok "$(cat "$work/guard.txt")"; else bad "$(cat "$work/guard.txt")"; fi
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -86,8 +86,8 @@ SCMP_NATIVE = {"amd64": "SCMP_ARCH_X86_64", "arm64": "SCMP_ARCH_AARCH64"}.get(GO
 # The five calls the narrow profile adds to Docker's (seccomp_allow_userns.py).
 USERNS_SYSCALLS = {"clone", "mount", "pivot_root", "umount2", "unshare"}
 
-# Exact reasons, as the helper words them (helper/container_check.cpp,
-# helper/proc_decision.cpp, helper/probe.cpp).
+# Exact reasons, as the helper words them (helper/host/container_check.cpp,
+# helper/decide/proc_decision.cpp, helper/proc/probe.cpp).
 SECCOMP_REASON = ("unprivileged user namespaces are not available: a seccomp filter on this process blocks namespace "
                   "creation (Seccomp: 2 in /proc/self/status, while the kernel allows user namespaces; in Docker: "
                   "--security-opt seccomp=clihost-seccomp.json, made by install/clihost/seccomp_allow_userns.py from "

@@ -39,7 +39,7 @@ TUN = "/dev/net/tun"
 SLIRP = "/usr/bin/slirp4netns"
 PROBE = "ctj-netpeer.py"        # netpeer.py, copied into each tenant's home
 
-# The refusals, exactly as the helper words them (helper/net.cpp).
+# The refusals, exactly as the helper words them (helper/proc/net.cpp).
 MISSING_GROUP = (f"network = isolated needs the group {NET_GROUP} "
                  "(install/quickstart.sh and the .deb create it)")
 MISSING_RULES_PREFIX = (f"network = isolated, but the host-address rules are not in force: the group {NET_GROUP} "
@@ -47,7 +47,7 @@ MISSING_RULES_PREFIX = (f"network = isolated, but the host-address rules are not
 MISSING_RULES_SUFFIX = " (load /usr/share/clihost-jail/clihost-jail.nft; install/quickstart.sh does)"
 TUN_DENIED = ("/dev/net/tun cannot be opened by the jails' network process (permission denied): "
               "make it mode 0666, as Debian's udev does")
-# check's network section (helper/check.cpp): "KEY: VALUE" lines.
+# check's network section (helper/verbs/check.cpp): "KEY: VALUE" lines.
 CHECK_HOST = ("network: host (WARNING: the jails share the host's network: services on its loopback and addresses, "
               "other tenants' listeners and abstract sockets are reachable from them, and they can take "
               "the host's ports)")

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "config_file.hpp"
+#include "host/config_file.hpp"
 
 namespace {
 

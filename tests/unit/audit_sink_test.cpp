@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "audit_sink.hpp"
+#include "host/audit_sink.hpp"
 
 using namespace clihost;
 

@@ -1,7 +1,7 @@
 // Command line and session names: valid/invalid pairs (minijail style).
 #include <gtest/gtest.h>
 
-#include "cli.hpp"
+#include "decide/cli.hpp"
 #include "reason.hpp"
 
 using namespace clihost;

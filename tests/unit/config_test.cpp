@@ -1,7 +1,7 @@
 // Config parsing: defaults, every key, and each way a file is refused.
 #include <gtest/gtest.h>
 
-#include "config.hpp"
+#include "decide/config.hpp"
 #include "reason.hpp"
 
 using clihost::testing::refused_with;

@@ -3,7 +3,7 @@
 // the same reasons under runc).
 #include <gtest/gtest.h>
 
-#include "container_check.hpp"
+#include "host/container_check.hpp"
 #include "reason.hpp"
 
 using namespace clihost;

@@ -3,7 +3,7 @@
 
 #include <map>
 
-#include "identity.hpp"
+#include "decide/identity.hpp"
 
 namespace clihost::testing {
 

@@ -3,8 +3,9 @@
 #include <sys/stat.h>
 
 #include "fake_accounts.hpp"
-#include "identity.hpp"
+#include "decide/identity.hpp"
 #include "reason.hpp"
+#include "host/accounts.hpp"
 
 using namespace clihost;
 using clihost::testing::refused_with;

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "log.hpp"
+#include "base/log.hpp"
 
 using clihost::log::escape;
 

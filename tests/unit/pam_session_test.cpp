@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "pam_session.hpp"
+#include "priv/pam_session.hpp"
 
 using namespace clihost;
 

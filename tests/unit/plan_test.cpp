@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "plan.hpp"
-#include "net.hpp"
+#include "decide/plan.hpp"
+#include "proc/net.hpp"
 
 using namespace clihost;
 

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "child_process.hpp"
-#include "privdrop.hpp"
+#include "priv/privdrop.hpp"
 
 using namespace clihost;
 

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "child_process.hpp"
-#include "probe.hpp"
+#include "proc/probe.hpp"
 
 using namespace clihost;
 

@@ -2,7 +2,7 @@
 // refuses, and that the deferred trial is judged with the same words.
 #include <gtest/gtest.h>
 
-#include "proc_decision.hpp"
+#include "decide/proc_decision.hpp"
 
 using namespace clihost;
 

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include "request.hpp"
+#include "decide/request.hpp"
 
 using namespace clihost;
 

@@ -3,7 +3,7 @@
 
 #include <map>
 
-#include "routes.hpp"
+#include "host/routes.hpp"
 
 using namespace clihost;
 using namespace clihost::routes;

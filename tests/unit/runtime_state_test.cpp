@@ -7,7 +7,7 @@
 
 #include <fstream>
 
-#include "runtime_state.hpp"
+#include "host/runtime_state.hpp"
 
 using namespace clihost;
 

@@ -23,7 +23,7 @@
 #include <new>
 #include <optional>
 
-#include "seccomp_filter.hpp"
+#include "priv/seccomp_filter.hpp"
 
 using namespace clihost;
 

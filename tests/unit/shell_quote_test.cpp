@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "child_process.hpp"
-#include "plan.hpp"
+#include "decide/plan.hpp"
 
 using namespace clihost;
 

@@ -1,0 +1,274 @@
+// config.cpp: strict INI-style parser for jail.conf (docs/ARCHITECTURE.md, "Config").
+#include "decide/config.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+namespace clihost {
+namespace {
+
+constexpr std::size_t kMaxListItems = 64;
+
+std::string_view trim(std::string_view s) {
+    const auto first = s.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos) return {};
+    const auto last = s.find_last_not_of(" \t\r");
+    return s.substr(first, last - first + 1);
+}
+
+std::vector<std::string> split(std::string_view s, std::string_view seps) {
+    std::vector<std::string> out;
+    std::size_t pos = 0;
+    while (pos < s.size()) {
+        const auto start = s.find_first_not_of(seps, pos);
+        if (start == std::string_view::npos) break;
+        auto end = s.find_first_of(seps, start);
+        if (end == std::string_view::npos) end = s.size();
+        out.emplace_back(s.substr(start, end - start));
+        pos = end;
+    }
+    return out;
+}
+
+Error bad(std::size_t line, const std::string& what) {
+    return fail(Exit::host, "config line " + std::to_string(line) + ": " + what);
+}
+
+Result<bool> parse_bool(std::string_view v) {
+    if (v == "true") return true;
+    if (v == "false") return false;
+    return fail(Exit::host, "expected true or false");
+}
+
+Result<uid_t> parse_uid(std::string_view v) {
+    // parse_id refuses (uid_t)-1, the "no change" sentinel of set*id: never a valid bound.
+    const auto id = parse_id(v);
+    if (!id) return fail(Exit::host, "expected a uid number");
+    return *id;
+}
+
+}  // namespace
+
+Result<std::uint64_t> parse_tmpfs_size(std::string_view v) {
+    const auto bad_size = [] {
+        return fail(Exit::host, "tmpfs_size must be a byte count like 256M, 1G or 65536, between 64K and 1024G");
+    };
+    std::uint64_t unit = 1;
+    if (!v.empty()) {
+        switch (v.back()) {
+            case 'K': unit = std::uint64_t{1} << 10; break;
+            case 'M': unit = std::uint64_t{1} << 20; break;
+            case 'G': unit = std::uint64_t{1} << 30; break;
+            default: break;
+        }
+        if (unit != 1) v.remove_suffix(1);
+    }
+    // Digits only: from_chars alone would accept nothing else anyway, but a
+    // leading zero is refused too (bwrap and strtoul read "0100" as octal; an
+    // operator who wrote it meant something we cannot know).
+    if (v.empty() || v.size() > 20 || (v.size() > 1 && v.front() == '0') ||
+        !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return bad_size();
+    std::uint64_t n = 0;
+    const auto* end = v.data() + v.size();
+    auto [ptr, ec] = std::from_chars(v.data(), end, n);
+    if (ec != std::errc{} || ptr != end) return bad_size();
+    // Checked before multiplying: n * unit must not wrap around to a small
+    // (or zero, i.e. unlimited) size.
+    if (n > kMaxTmpfsSize / unit) return bad_size();
+    n *= unit;
+    if (n < kMinTmpfsSize || n > kMaxTmpfsSize) return bad_size();
+    return n;
+}
+
+namespace {
+
+Result<std::vector<std::string>> parse_names(std::string_view v) {
+    auto names = split(v, ", \t");
+    if (names.size() > kMaxListItems) return fail(Exit::host, "too many names");
+    for (const auto& n : names)
+        if (!is_valid_account_name(n)) return fail(Exit::host, "invalid name '" + n + "'");
+    return names;
+}
+
+Result<std::vector<std::string>> parse_paths(std::string_view v) {
+    auto paths = split(v, " \t");
+    if (paths.size() > kMaxListItems) return fail(Exit::host, "too many paths");
+    for (const auto& p : paths) {
+        if (!is_clean_absolute_path(p)) return fail(Exit::host, "not a clean absolute path '" + p + "'");
+        // Binding "/" would put every other tenant's home and /root inside;
+        // /proc and /dev are the jail's own (--proc, --dev) and must not be
+        // replaced by the host's or hidden under a tmpfs.
+        if (p == "/") return fail(Exit::host, "'/' may not be bound or hidden");
+        for (std::string_view own : {"/proc", "/dev"})
+            if (p == own || (p.size() > own.size() && p.compare(0, own.size(), own) == 0 && p[own.size()] == '/'))
+                return fail(Exit::host, "'" + p + "' belongs to the jail itself");
+    }
+    return paths;
+}
+
+Result<std::vector<std::string>> parse_env_names(std::string_view v) {
+    auto names = split(v, " \t");
+    if (names.size() > kMaxListItems) return fail(Exit::host, "too many names");
+    for (const auto& n : names) {
+        if (!is_valid_env_name(n)) return fail(Exit::host, "invalid variable name '" + n + "'");
+        if (is_reserved_env_name(n)) return fail(Exit::host, "variable '" + n + "' may not be passed through");
+    }
+    return names;
+}
+
+// Applies one key; returns an error message (empty on success).
+Result<Unit> apply(Policy& p, std::string_view section, std::string_view key, std::string_view v) {
+    auto set_list = [](auto parsed, std::vector<std::string>& into) -> Status {
+        if (!parsed) return parsed.error();
+        into = std::move(parsed).value();
+        return ok_status();
+    };
+    auto set_bool = [&](bool& into) -> Status {
+        auto b = parse_bool(v);
+        if (!b) return b.error();
+        into = b.value();
+        return ok_status();
+    };
+    if (section == "callers") {
+        if (key == "users") return set_list(parse_names(v), p.caller_users);
+        if (key == "groups") return set_list(parse_names(v), p.caller_groups);
+    } else if (section == "tenants") {
+        if (key == "group") {
+            if (!is_valid_account_name(v)) return fail(Exit::host, "invalid group name");
+            p.tenant_group = std::string(v);
+            return ok_status();
+        }
+        if (key == "min_uid" || key == "max_uid") {
+            auto u = parse_uid(v);
+            if (!u) return u.error();
+            (key == "min_uid" ? p.min_uid : p.max_uid) = u.value();
+            return ok_status();
+        }
+    } else if (section == "jail") {
+        if (key == "bwrap") {
+            if (!is_clean_absolute_path(v)) return fail(Exit::host, "bwrap must be a clean absolute path");
+            p.bwrap = std::string(v);
+            return ok_status();
+        }
+        if (key == "proc") {
+            if (v == "private") p.proc = ProcMode::private_only;
+            else if (v == "private-or-hidepid") p.proc = ProcMode::private_or_hidepid;
+            else if (v == "inherit") p.proc = ProcMode::inherit;
+            else return fail(Exit::host, "proc must be private, private-or-hidepid or inherit");
+            return ok_status();
+        }
+        if (key == "ro_bind") return set_list(parse_paths(v), p.ro_bind);
+        if (key == "tmpfs") return set_list(parse_paths(v), p.tmpfs);
+        if (key == "shell") {
+            if (!is_clean_absolute_path(v) || v == "/") return fail(Exit::host, "shell must be a clean absolute path");
+            // tmux would start it, fail, and leave the tenant with nothing.
+            if (is_refusing_shell(v)) return fail(Exit::host, "shell may not be a nologin/false shell");
+            p.shell = std::string(v);
+            return ok_status();
+        }
+        if (key == "tmpfs_size") {
+            auto n = parse_tmpfs_size(v);
+            if (!n) return n.error();
+            p.tmpfs_size = n.value();
+            return ok_status();
+        }
+        if (key == "allow_caller_command") return set_bool(p.allow_caller_command);
+        if (key == "nested_sandbox") return set_bool(p.nested_sandbox);
+        if (key == "network") {
+            if (v == "isolated") p.network = NetworkMode::isolated;
+            else if (v == "host") p.network = NetworkMode::host;
+            else return fail(Exit::host, "network must be isolated or host");
+            return ok_status();
+        }
+        if (key == "extra_env") return set_list(parse_env_names(v), p.extra_env);
+    } else if (section == "pam") {
+        if (key == "service") {
+            // The service name becomes a file name under /etc/pam.d.
+            if (!is_valid_account_name(v)) return fail(Exit::host, "invalid PAM service name");
+            p.pam_service = std::string(v);
+            return ok_status();
+        }
+        if (key == "session") return set_bool(p.pam_session);
+    }
+    return fail(Exit::host, "unknown key '" + std::string(key) + "' in [" + std::string(section) + "]");
+}
+
+}  // namespace
+
+std::string_view network_mode_name(NetworkMode mode) {
+    return mode == NetworkMode::isolated ? "isolated" : "host";
+}
+
+std::string_view proc_mode_name(ProcMode mode) {
+    switch (mode) {
+        case ProcMode::private_only: return "private";
+        case ProcMode::private_or_hidepid: return "private-or-hidepid";
+        case ProcMode::inherit: return "inherit";
+    }
+    return "?";
+}
+
+bool is_refusing_shell(std::string_view shell) {
+    const auto slash = shell.rfind('/');
+    const auto base = slash == std::string_view::npos ? shell : shell.substr(slash + 1);
+    return base == "nologin" || base == "false";
+}
+
+namespace {
+bool is_under(std::string_view path, std::string_view dir) {
+    return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
+}
+}  // namespace
+
+Result<Policy> parse_config(std::string_view text) {
+    if (text.size() > kMaxConfigBytes) return fail(Exit::host, "config file too large");
+    Policy p;
+    std::string section;
+    std::set<std::string> seen;
+    std::size_t line_no = 0;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+        auto nl = text.find('\n', pos);
+        if (nl == std::string_view::npos) nl = text.size();
+        std::string_view line = text.substr(pos, nl - pos);
+        pos = nl + 1;
+        ++line_no;
+        if (line.find('\0') != std::string_view::npos) return bad(line_no, "NUL byte");
+        if (auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+        line = trim(line);
+        if (line.empty()) continue;
+        if (line.front() == '[') {
+            if (line.back() != ']') return bad(line_no, "malformed section header");
+            section = std::string(trim(line.substr(1, line.size() - 2)));
+            if (section != "callers" && section != "tenants" && section != "jail" && section != "pam")
+                return bad(line_no, "unknown section [" + section + "]");
+            if (!seen.insert("[" + section + "]").second) return bad(line_no, "duplicate section");
+            continue;
+        }
+        const auto eq = line.find('=');
+        if (eq == std::string_view::npos) return bad(line_no, "expected key = value");
+        const auto key = trim(line.substr(0, eq));
+        const auto value = trim(line.substr(eq + 1));
+        if (section.empty()) return bad(line_no, "key outside a section");
+        if (!seen.insert(section + "." + std::string(key)).second)
+            return bad(line_no, "duplicate key '" + std::string(key) + "'");
+        if (auto st = apply(p, section, key, value); !st) return bad(line_no, st.error().message);
+    }
+    // uid 0 is never a tenant, whatever the range says.
+    if (p.min_uid == 0) return fail(Exit::host, "config: min_uid must be at least 1");
+    if (p.min_uid > p.max_uid) return fail(Exit::host, "config: min_uid is above max_uid");
+    // The shell is exec'd inside the jail: it must be in a directory the jail
+    // binds from the host, and not under a tmpfs that would hide it.
+    if (!p.shell.empty()) {
+        const auto in = [&](const std::vector<std::string>& dirs) {
+            return std::any_of(dirs.begin(), dirs.end(), [&](const std::string& d) { return is_under(p.shell, d); });
+        };
+        if (!in(p.ro_bind)) return fail(Exit::host, "config: shell " + p.shell + " is not under a ro_bind directory");
+        if (in(p.tmpfs)) return fail(Exit::host, "config: shell " + p.shell + " is hidden by a tmpfs");
+    }
+    return p;
+}
+
+}  // namespace clihost

@@ -1,0 +1,89 @@
+// config.hpp: the Policy value and its pure parser. Parsing only validates and
+// fills the struct; nothing here touches the system (fuzzable, unit-tested).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "base/validate.hpp"  // the shared validators, for the code that included them from here
+
+namespace clihost {
+
+enum class ProcMode { private_only, private_or_hidepid, inherit };
+
+std::string_view proc_mode_name(ProcMode mode);
+
+// The network of the session jail and of one-off jails (client jails never
+// have one). isolated: a network namespace of the jail's own with
+// outbound-only user-mode networking (net.hpp); host: the host's, shared.
+enum class NetworkMode { isolated, host };
+
+std::string_view network_mode_name(NetworkMode mode);
+
+// Size of each tmpfs of a jail (bwrap --size). tmpfs's own default is half
+// of the host's RAM, per mount, shared by all tenants: one tenant filling
+// /tmp would take the host's memory. 0 would mean "no limit" to tmpfs, so
+// the lower bound is a real size; the upper bound keeps the arithmetic and
+// bwrap's own parser (size_t, at most SIZE_MAX/2) far from overflow.
+inline constexpr std::uint64_t kDefaultTmpfsSize = std::uint64_t{256} << 20;  // 256M
+inline constexpr std::uint64_t kMinTmpfsSize = std::uint64_t{64} << 10;       // 64K
+inline constexpr std::uint64_t kMaxTmpfsSize = std::uint64_t{1} << 40;        // 1024G
+
+struct Policy {
+    // [callers]
+    std::vector<std::string> caller_users{"clihost"};
+    std::vector<std::string> caller_groups{"clihost"};
+    // [tenants]
+    std::string tenant_group{"clihost-tenants"};
+    uid_t min_uid{1000};
+    uid_t max_uid{60000};
+    // [jail]
+    std::string bwrap{"/usr/bin/bwrap"};
+    ProcMode proc{ProcMode::private_only};
+    std::vector<std::string> ro_bind{"/usr", "/bin", "/sbin", "/lib", "/lib32",
+                                     "/lib64", "/etc", "/opt", "/var/lib"};
+    std::vector<std::string> tmpfs{"/tmp", "/var/tmp", "/run"};
+    std::uint64_t tmpfs_size{kDefaultTmpfsSize};  // bytes, each tmpfs (and /dev/shm)
+    bool allow_caller_command{false};
+    // true: no --disable-userns, so the tenant's own tools (AI coding agents'
+    // bubblewrap sandboxes) can create nested user namespaces. More kernel
+    // surface (SECURITY.md, "Nested sandboxes"), hence off by default.
+    bool nested_sandbox{false};
+    // isolated by default: with the host's network a jail reaches every
+    // service bound on the host's loopback and addresses (other tenants'
+    // ttyd, abstract sockets, sshd) and can squat their ports.
+    NetworkMode network{NetworkMode::isolated};
+    std::vector<std::string> extra_env{"TERM", "LANG", "LC_ALL", "COLORTERM"};
+    // The shell tmux starts inside the jail (it becomes SHELL, which tmux's
+    // default-shell follows). Empty: the tenant's login shell. Setting it
+    // lets tenants have /usr/sbin/nologin as their login shell, so that no
+    // host service that honours login shells (sshd, su, login) gives them
+    // an unjailed shell. Absolute, root-owned, checked like bwrap at launch.
+    std::string shell{};
+    // [pam]
+    std::string pam_service{"clihost-jail"};
+    bool pam_session{true};
+};
+
+// Larger files are refused, by the reader and by the parser.
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{64} * 1024;
+
+// Parse a whole config file. Unknown sections/keys, duplicates and malformed
+// lines are errors (exit 3): a typo must not silently weaken the jail.
+Result<Policy> parse_config(std::string_view text);
+
+// A byte count: decimal digits (no sign, no leading zero), optionally one
+// binary suffix K, M or G (KiB, MiB, GiB), within [kMinTmpfsSize,
+// kMaxTmpfsSize]. "256M", "1G", "65536".
+Result<std::uint64_t> parse_tmpfs_size(std::string_view v);
+
+// /usr/sbin/nologin, /bin/false and the like: a login shell that refuses.
+bool is_refusing_shell(std::string_view shell);
+
+}  // namespace clihost

@@ -1,0 +1,154 @@
+// plan.hpp: the pure heart. From the policy, the validated tenant, the request
+// and what the host probe found, compute the exact environment and bwrap argv.
+// No syscalls: `print` shows this, unit tests assert it whole, launch obeys it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "decide/config.hpp"
+#include "decide/identity.hpp"
+#include "decide/host_facts.hpp"
+#include "base/result.hpp"
+#include "base/start_state.hpp"  // CallerEnv
+
+namespace clihost {
+
+// The fd number the plan names in "--seccomp N"; exec_jail puts it there.
+// The lowest after stdio, so that a caller's low RLIMIT_NOFILE cannot make
+// the number itself invalid.
+inline constexpr int kSeccompFd = 3;
+
+inline constexpr std::string_view kSafePath = "/usr/local/bin:/usr/bin:/bin";
+inline constexpr std::string_view kTmux = "/usr/bin/tmux";
+inline constexpr std::string_view kDefaultShell = "/bin/sh";
+// The fd on which bwrap reports a one-off jail's status (--json-status-fd):
+// its "exit-code" line is written only when the command really ran, which
+// tells bwrap's own setup failure (exit 1, no such line) from the command's.
+inline constexpr int kStatusFd = 4;
+// An isolated jail's start-up (net.hpp): bwrap writes its child's pid on
+// kInfoFd (--info-fd), waits on kBlockFd (--block-fd) until the network is
+// attached, and copies the jail's resolv.conf from kResolvFd. An attach jail
+// waits on kBlockFd too, until its PAM account check has passed.
+inline constexpr int kInfoFd = 5;
+inline constexpr int kBlockFd = 6;
+inline constexpr int kResolvFd = 7;
+
+// A jail's network.
+enum class JailNet {
+    none,      // client jails: no network at all (--unshare-net)
+    tenant_empty,  // an attach jail: no network at all, in the tenant's empty
+                   // namespace its session jail holds (joined before bwrap:
+                   // no --unshare-net, whose namespace costs every connection)
+    host,      // network = host: the host's, shared
+    isolated,  // network = isolated: its own namespace with slirp4netns
+};
+std::string_view jail_net_name(JailNet net);
+
+// What a jail is for. It decides the jail's shape and command; the command
+// line's Verb does not (one `run` plans two jails: the session jail and the
+// attach jail).
+enum class JailAction {
+    serve,          // the session jail: the tenant's tmux server in the foreground,
+                    // in a session of its own, detached from any connection
+    attach,         // the attach jail: a tmux client attaching to (creating) a session
+    kill_session,   // a client jail ending one tmux session
+    list_sessions,  // a client jail listing the tmux sessions
+    command,        // a one-off jail running the caller's command (allow_caller_command)
+};
+
+std::string_view jail_action_name(JailAction action);
+
+// Client jails only talk to the session jail's tmux server through its
+// socket: no network at all, and nothing of them outlives the connection.
+bool is_client_action(JailAction action);
+
+struct Request {
+    JailAction action{JailAction::attach};
+    std::string session;               // attach and kill_session
+    std::vector<std::string> command;  // command only
+    // attach only: the tenant's empty network namespace is at hand (its
+    // session jail holds one) and the attach jail joins it.
+    bool joins_tenant_netns{false};
+};
+
+// One filesystem step of the jail, in bwrap's order.
+struct Mount {
+    enum class Kind { ro_bind, bind, symlink, dev, remount_ro, proc, tmpfs, resolv_conf };
+    Kind kind;
+    std::string source;  // ro_bind/bind: the host path; symlink: the link's target
+    std::string dest;
+    std::uint64_t size{0};  // tmpfs: its size in bytes (bwrap --size)
+};
+
+struct Plan {
+    JailAction action{JailAction::attach};
+    TenantCreds creds;                  // who runs it (dropped to and verified)
+    std::string home;                   // the tenant's home, bound read-write, the cwd
+    std::string bwrap;                  // absolute path, exec'd without PATH lookup
+    JailNet net{JailNet::none};
+    std::vector<std::string> net_argv;  // isolated: the user-mode network process (net.hpp)
+    std::string resolv_conf;            // isolated: the jail's /etc/resolv.conf
+    bool own_session{false};            // a session of its own (--new-session)
+    bool nested_sandbox{false};         // may create user namespaces (no --disable-userns)
+    bool reports_status{false};         // --json-status-fd kStatusFd (one-off jails)
+    std::vector<Mount> mounts;          // after --dev and before the home's bind
+    std::vector<std::string> command;   // what runs in the jail
+    std::vector<std::string> argv;      // render_bwrap_argv(*this); argv[0] == bwrap
+    std::vector<std::string> env;       // "NAME=value", the exec environment
+    std::string socket_dir;             // $HOME/.cache/tmux, made by the tenant
+    std::string proc_source;            // "private" or "host" (for the audit log)
+    std::vector<std::string> warnings;  // each is audit-logged at launch
+    // proc = private with the host trial deferred: the jail child must prove,
+    // right before exec, that a fresh procfs can be mounted, or refuse (exit 3).
+    bool trial_in_child{false};
+};
+
+// extra_env values must look like a terminal type or locale: no '/', no
+// spaces, no control characters (a TERM or LANG with '/' is a path
+// traversal into terminfo or locale files).
+bool is_well_formed_env_value(std::string_view value);
+
+// The shell tmux starts in the jail: [jail] shell if set, else the login shell.
+std::string jail_shell(const Policy& policy, const Account& tenant);
+
+// HOME, USER, LOGNAME, SHELL, PATH; then well-formed extra_env values from the
+// caller; then PAM's environment (never overriding); TTYD_SANDBOX=true last.
+std::vector<std::string> build_environment(const Policy& policy, const Account& tenant, const CallerEnv& caller,
+                                           const std::vector<std::string>& pam_env);
+
+// The tenant's tmux socket, served by its session jail.
+std::string tmux_socket(const Account& tenant);
+
+// The tmux command of a jail action (not for JailAction::command).
+std::vector<std::string> tmux_command(const Account& tenant, JailAction action, std::string_view session);
+
+// The one rendering of a plan as bwrap's argv: what `print` shows and
+// launch execs.
+std::vector<std::string> render_bwrap_argv(const Plan& plan);
+
+// Every refusal build_plan can make that depends only on the policy, the
+// tenant, the request and the probe (a caller's command the policy does not
+// allow, a nologin shell without [jail] shell, a session name, a home too
+// long for a socket, a /proc the policy cannot have). build_plan makes it
+// first; the commands make it again before anything acts (a PAM session is
+// opened, a session jail started), so that a request refused by the policy
+// leaves no trace beyond its refusal. Pure.
+Status validate_request(const Policy& policy, const Account& tenant, const Request& request, const HostProbe& probe);
+
+Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Request& request, const HostProbe& probe,
+                        const CallerEnv& caller_env, const std::vector<std::string>& pam_env);
+
+// POSIX-shell quoting for `print`: the output can be pasted into sh.
+std::string shell_quote(std::string_view word);
+
+// The reason of the audit line that allows a planned jail to start: `what`,
+// then each of the plan's warnings as "; warning: W". One line per launch,
+// its caveats in it (a syslog line per warning cost a launch in host mode
+// 2.5 %: issue 15).
+std::string audit_reason(std::string what, const Plan& plan);
+
+}  // namespace clihost

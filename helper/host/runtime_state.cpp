@@ -1,0 +1,344 @@
+// runtime_state.cpp: records of live supervisors, and their verification.
+#include "host/runtime_state.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <ctime>
+
+#include "decide/config.hpp"
+#include "version.hpp"
+
+namespace clihost {
+namespace {
+
+constexpr std::size_t kMaxRecord = 512;
+
+std::string netns_name(uid_t uid) { return std::to_string(uid) + ".netns"; }
+
+std::string read_fd(int fd, std::size_t max) {
+    std::string text;
+    char buf[1024];
+    while (text.size() < max) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    return text;
+}
+
+std::string read_proc(const std::string& path, std::size_t max) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    return fd.valid() ? read_fd(fd.get(), max) : std::string();
+}
+
+template <class T>
+bool parse_number(std::string_view s, T& out) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return !s.empty() && ec == std::errc{} && p == s.data() + s.size();
+}
+
+std::vector<std::string_view> words(std::string_view s) {
+    std::vector<std::string_view> out;
+    std::size_t pos = 0;
+    while (pos < s.size()) {
+        const auto end = s.find(' ', pos);
+        out.push_back(s.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos));
+        if (end == std::string_view::npos) break;
+        pos = end + 1;
+    }
+    return out;
+}
+
+std::string record_name(uid_t uid) { return std::to_string(uid) + ".state"; }
+
+}  // namespace
+
+std::string endpoint_name(uid_t uid) { return std::to_string(uid) + ".sock"; }
+
+std::string format_record(const SupervisorRecord& r) {
+    return "v" + std::to_string(r.version) + " " + r.tenant + " " + std::to_string(r.uid) + " " + std::to_string(r.pid) + " " +
+           std::to_string(r.start_ticks) + " " + r.boot_id + " " + std::to_string(r.started) + (r.version >= 2 ? " " + endpoint_name(r.uid) : std::string()) + "\n";
+}
+
+Result<SupervisorRecord> parse_record(std::string_view text) {
+    auto bad = [] { return fail(Exit::internal, "malformed session record"); };
+    if (text.size() > kMaxRecord || text.empty() || text.back() != '\n') return bad();
+    const auto w = words(text.substr(0, text.size() - 1));
+    SupervisorRecord r;
+    if (w.size() == 7 && w[0] == "v1") r.version = 1;
+    else if (w.size() == 8 && w[0] == "v2") r.version = 2;
+    else return bad();
+    r.tenant = std::string(w[1]);
+    unsigned long uid = 0;
+    long pid = 0;
+    if (!is_valid_account_name(r.tenant) || !parse_number(w[2], uid) || uid == 0 || uid >= 0xffffffffUL ||
+        !parse_number(w[3], pid) || pid <= 1 || pid > 0x3fffffff || !parse_number(w[4], r.start_ticks) ||
+        !parse_number(w[6], r.started))
+        return bad();
+    r.uid = static_cast<uid_t>(uid);
+    r.pid = static_cast<pid_t>(pid);
+    r.boot_id = std::string(w[5]);
+    if (r.version >= 2 && w[7] != endpoint_name(r.uid)) return bad();
+    if (r.boot_id.empty() || r.boot_id.size() > 64) return bad();
+    for (char c : r.boot_id)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-')) return bad();
+    return r;
+}
+
+std::optional<unsigned long long> parse_stat_start_time(std::string_view stat) {
+    const auto close = stat.rfind(')');
+    if (close == std::string_view::npos || close + 2 > stat.size()) return std::nullopt;
+    // After ") ": field 3 (state) onwards; the start time is field 22.
+    const auto w = words(stat.substr(close + 2));
+    if (w.size() < 20) return std::nullopt;
+    unsigned long long t = 0;
+    if (!parse_number(w[19], t)) return std::nullopt;
+    return t;
+}
+
+std::optional<char> parse_stat_state(std::string_view stat) {
+    const auto close = stat.rfind(')');
+    if (close == std::string_view::npos || close + 2 >= stat.size() || stat[close + 1] != ' ') return std::nullopt;
+    return stat[close + 2];
+}
+
+std::optional<unsigned long long> own_start_ticks() {
+    return parse_stat_start_time(read_proc("/proc/self/stat", 4096));
+}
+
+std::string current_boot_id() {
+    std::string id = read_proc("/proc/sys/kernel/random/boot_id", 128);
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    return id;
+}
+
+bool record_is_live(const SupervisorRecord& r) {
+    if (r.boot_id != current_boot_id()) return false;
+    const std::string proc = "/proc/" + std::to_string(r.pid);
+    const std::string stat = read_proc(proc + "/stat", 4096);
+    const auto ticks = parse_stat_start_time(stat);
+    if (!ticks || *ticks != r.start_ticks) return false;
+    // A supervisor that was killed stays a zombie, its /proc entry and start
+    // time intact, until its parent (init, or a subreaper) reaps it, which
+    // need not be at once: it serves nobody, and a new one may start.
+    const auto state = parse_stat_state(stat);
+    if (!state || *state == 'Z' || *state == 'X') return false;
+    struct stat st {};
+    // A supervisor runs as root: /proc/PID is root's (a tenant's process,
+    // even one that reused the pid, would own its /proc/PID).
+    // (Not the binary's inode: an upgrade replaces the binary while its
+    // supervisors run on, and they must still be found, not doubled.)
+    return ::stat(proc.c_str(), &st) == 0 && st.st_uid == 0;
+}
+
+UniqueFd open_supervisor(const SupervisorRecord& r) {
+    UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, r.pid, 0)));
+    // Verified after opening: if the pid was reused between the check and
+    // the open, the start time no longer matches and the pidfd is dropped.
+    if (!fd.valid() || !record_is_live(r)) return UniqueFd();
+    return fd;
+}
+
+Result<RuntimeDir> RuntimeDir::open() {
+    const std::string path = CLIHOST_JAIL_RUNTIME_DIR;
+    // The directory's parent (/run) is root's; the directory is made 0700
+    // by root and must still be exactly that when used.
+    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+        return fail(Exit::host, "cannot create " + path + ": " + std::strerror(errno));
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) return fail(Exit::host, "cannot open " + path + ": " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return fail(Exit::host, "cannot stat " + path);
+    if (st.st_uid != 0 || (st.st_mode & 07777) != 0700)
+        return fail(Exit::host, path + " is not a root-owned directory of mode 0700");
+    return RuntimeDir(std::move(fd));
+}
+
+Result<UniqueFd> RuntimeDir::lock_tenant(uid_t uid, int seconds) const {
+    const std::string name = std::to_string(uid) + ".lock";
+    UniqueFd fd(::openat(fd_.get(), name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid()) return fail(Exit::internal, "cannot open the tenant's lock: " + std::string(std::strerror(errno)));
+    // Polled, not blocking: a holder is always another clihost-jail with
+    // bounded waits of its own, but a bound here too keeps a proxy's
+    // request from hanging forever should that ever not hold.
+    const auto deadline = std::time(nullptr) + seconds;
+    while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return fail(Exit::internal, "cannot lock the tenant's state: " + std::string(std::strerror(errno)));
+        if (std::time(nullptr) > deadline)
+            return fail(Exit::internal, "timed out waiting for another clihost-jail on this tenant");
+        ::usleep(5000);
+    }
+    return fd;
+}
+
+std::optional<SupervisorRecord> RuntimeDir::read(uid_t uid) const {
+    UniqueFd fd(::openat(fd_.get(), record_name(uid).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) return std::nullopt;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) return std::nullopt;
+    auto r = parse_record(read_fd(fd.get(), kMaxRecord + 1));
+    if (!r || r.value().uid != uid) return std::nullopt;
+    return r.value();
+}
+
+Status RuntimeDir::write(const SupervisorRecord& r) const {
+    const std::string name = record_name(r.uid);
+    const std::string tmp = name + ".tmp" + std::to_string(::getpid());
+    UniqueFd fd(::openat(fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid()) return fail(Exit::internal, "cannot write the session record: " + std::string(std::strerror(errno)));
+    const std::string text = format_record(r);
+    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+        ::renameat(fd_.get(), tmp.c_str(), fd_.get(), name.c_str()) != 0) {
+        ::unlinkat(fd_.get(), tmp.c_str(), 0);
+        return fail(Exit::internal, "cannot write the session record: " + std::string(std::strerror(errno)));
+    }
+    return ok_status();
+}
+
+void RuntimeDir::remove_if(uid_t uid, pid_t pid) const {
+    auto r = read(uid);
+    if (r && r->pid == pid) ::unlinkat(fd_.get(), record_name(uid).c_str(), 0);
+}
+
+std::vector<SupervisorRecord> RuntimeDir::all() const {
+    std::vector<SupervisorRecord> out;
+    const int dup = ::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 3);
+    if (dup < 0) return out;
+    DIR* d = ::fdopendir(dup);
+    if (d == nullptr) {
+        ::close(dup);
+        return out;
+    }
+    ::rewinddir(d);
+    while (const dirent* e = ::readdir(d)) {
+        const std::string_view name(e->d_name);
+        if (name.size() <= 6 || name.substr(name.size() - 6) != ".state") continue;
+        unsigned long uid = 0;
+        if (!parse_number(name.substr(0, name.size() - 6), uid) || uid == 0 || uid >= 0xffffffffUL) continue;
+        if (auto r = read(static_cast<uid_t>(uid))) out.push_back(*r);
+    }
+    ::closedir(d);
+    return out;
+}
+
+Status RuntimeDir::make_attach_netns(uid_t uid) const {
+    remove_attach_netns(uid);
+    const std::string name = netns_name(uid);
+    const std::string path = std::string(CLIHOST_JAIL_RUNTIME_DIR) + "/" + name;
+    UniqueFd target(::openat(fd_.get(), name.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!target.valid())
+        return fail(Exit::internal, "cannot create " + path + ": " + std::string(std::strerror(errno)));
+    target.reset();
+    // A child makes the namespace and binds it: this process's own network
+    // never changes (a supervisor starts the user-mode network on the host's).
+    const pid_t child = ::fork();
+    if (child == 0) {
+        const bool made = ::unshare(CLONE_NEWNET) == 0 &&
+                          ::mount("/proc/self/ns/net", path.c_str(), nullptr, MS_BIND, nullptr) == 0;
+        ::_exit(made ? 0 : 1);
+    }
+    const int fork_errno = errno;
+    int status = -1;
+    if (child > 0)
+        while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    if (child < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        ::unlinkat(fd_.get(), name.c_str(), 0);
+        return fail(Exit::internal, "cannot make the attach jails' network namespace" +
+                                        (child < 0 ? ": " + std::string(std::strerror(fork_errno)) : std::string()));
+    }
+    return ok_status();
+}
+
+void RuntimeDir::remove_attach_netns(uid_t uid) const {
+    const std::string name = netns_name(uid);
+    const std::string path = std::string(CLIHOST_JAIL_RUNTIME_DIR) + "/" + name;
+    // Detached: an attach jail still running keeps the namespace itself
+    // until it ends; only the name goes. A bound file may carry more than
+    // one mount (none of ours stacks them; bounded all the same).
+    for (int i = 0; i < 8 && ::umount2(path.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0; ++i) {}
+    ::unlinkat(fd_.get(), name.c_str(), 0);
+}
+
+Result<std::string> RuntimeDir::pam_confdir(const std::string& service) const {
+    const std::string path = std::string(CLIHOST_JAIL_RUNTIME_DIR) + "/pam.d";
+    auto failed = [&](const std::string& what) {
+        return fail(Exit::host, "cannot prepare " + path + ": " + what + ": " + std::strerror(errno));
+    };
+    // "other" is the fallback itself, never the service; a name libpam would
+    // reach outside the directory cannot be one (config.cpp allows neither).
+    if (service.empty() || service == "other" || service.find('/') != std::string::npos || service[0] == '.') {
+        errno = EINVAL;
+        return failed("service " + service);
+    }
+    if (::mkdirat(fd_.get(), "pam.d", 0700) != 0 && errno != EEXIST) return failed("mkdir");
+    const UniqueFd dir(::openat(fd_.get(), "pam.d", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir.valid()) return failed("open");
+    struct stat st {};
+    if (::fstat(dir.get(), &st) != 0) return failed("stat");
+    if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 07777) != 0700) {
+        errno = EPERM;
+        return failed("not a root-owned directory of mode 0700");
+    }
+    const UniqueFd other(
+        ::openat(dir.get(), "other", O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+    if (!other.valid()) return failed("other");
+    if (::fstat(other.get(), &st) != 0) return failed("stat other");
+    if (!S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_size != 0 || (st.st_mode & 022) != 0) {
+        errno = EPERM;
+        return failed("other is not an empty file of root's");
+    }
+    const std::string target = "/etc/pam.d/" + service;
+    char link[256];
+    const ssize_t n = ::readlinkat(dir.get(), service.c_str(), link, sizeof link);
+    if (n == static_cast<ssize_t>(target.size()) && target.compare(0, target.size(), link, static_cast<std::size_t>(n)) == 0)
+        return path;
+    // Missing or naming something else: a new link put in place atomically,
+    // so that a concurrent helper's libpam never finds none.
+    const std::string tmp = "." + service + ".tmp" + std::to_string(::getpid());
+    if (::unlinkat(dir.get(), tmp.c_str(), 0) != 0 && errno != ENOENT) return failed("unlink " + tmp);
+    if (::symlinkat(target.c_str(), dir.get(), tmp.c_str()) != 0) return failed("symlink " + service);
+    if (::renameat(dir.get(), tmp.c_str(), dir.get(), service.c_str()) != 0) {
+        const int err = errno;
+        (void)::unlinkat(dir.get(), tmp.c_str(), 0);
+        errno = err;
+        return failed("rename " + service);
+    }
+    return path;
+}
+
+UniqueFd RuntimeDir::open_attach_netns(uid_t uid) const {
+    UniqueFd fd(::openat(fd_.get(), netns_name(uid).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) return fd;
+    // The file alone (its bind gone) is a plain file of /run's tmpfs.
+    struct statfs fs {};
+    if (::fstatfs(fd.get(), &fs) != 0 || fs.f_type != NSFS_MAGIC) return UniqueFd();
+    if (::ioctl(fd.get(), NS_GET_NSTYPE) != CLONE_NEWNET) return UniqueFd();
+    // Owned by our user namespace (made by root, as the supervisor made it),
+    // never by one a tenant made, where the tenant would hold CAP_NET_ADMIN.
+    const UniqueFd owner(::ioctl(fd.get(), NS_GET_USERNS));
+    struct stat theirs {}, ours {};
+    if (!owner.valid() || ::fstat(owner.get(), &theirs) != 0 || ::stat("/proc/self/ns/user", &ours) != 0 ||
+        theirs.st_ino != ours.st_ino || theirs.st_dev != ours.st_dev)
+        return UniqueFd();
+    return fd;
+}
+
+}  // namespace clihost

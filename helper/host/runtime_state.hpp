@@ -1,0 +1,124 @@
+// runtime_state.hpp: which supervisor serves which tenant's session jail.
+// Kept in a root-owned 0700 directory (CLIHOST_JAIL_RUNTIME_DIR, default
+// /run/clihost-jail), never in the tenant's home: a tenant who could write
+// it could point `stop` at any process, or make `run` attach to a jail of
+// its own making. Nothing here is trusted blindly: a record names a pid, its
+// start time and the boot, and counts only while all three still match a
+// process running this very program as root.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "base/unique_fd.hpp"
+
+namespace clihost {
+
+// The record format this build writes: v2 names the supervisor's endpoint
+// (UID.sock in the runtime directory). A v1 record is a session jail of a
+// build before the owner model (no endpoint): read, recognised, only stopped.
+inline constexpr int kRecordVersion = 2;
+
+struct SupervisorRecord {
+    std::string tenant;               // the account name when it started
+    uid_t uid{};
+    pid_t pid{};                      // the supervisor (root)
+    unsigned long long start_ticks{}; // field 22 of /proc/PID/stat
+    std::string boot_id;              // /proc/sys/kernel/random/boot_id
+    long long started{};              // unix time, for `list`
+    int version{kRecordVersion};      // 1: a session jail of a build before the owner model
+};
+
+// One line, "v2 TENANT UID PID START_TICKS BOOT_ID STARTED UID.sock\n" (v1:
+// without the endpoint). Pure.
+std::string format_record(const SupervisorRecord& r);
+// Strict inverse of format_record; anything else is an error. Pure, fuzzable.
+Result<SupervisorRecord> parse_record(std::string_view text);
+// Start time (field 22) of a /proc/PID/stat text, counted after the last
+// ')' so that a command name with spaces or parentheses cannot shift it.
+std::optional<unsigned long long> parse_stat_start_time(std::string_view stat);
+
+// The state letter (field 3) of a /proc/PID/stat text, read the same way:
+// 'Z' for a zombie (exited, not yet reaped).
+std::optional<char> parse_stat_state(std::string_view stat);
+
+// This process's start ticks and the boot id, for a record.
+std::optional<unsigned long long> own_start_ticks();
+std::string current_boot_id();
+
+// The endpoint of the supervisor of `uid`: "UID.sock" in the runtime directory.
+std::string endpoint_name(uid_t uid);
+
+// Is the record's supervisor still the process it names? Same boot, same
+// start time (a pid is reused only after its process is gone, and never
+// with the same start time), and running as root.
+bool record_is_live(const SupervisorRecord& r);
+
+// A pidfd for the record's supervisor, opened first and verified after, so
+// that it names exactly that process (a pid can be reused; a pidfd cannot).
+// Invalid if the supervisor is gone.
+UniqueFd open_supervisor(const SupervisorRecord& r);
+
+class RuntimeDir {
+public:
+    // Creates the directory if absent; refuses it unless it is a real
+    // directory owned by root with mode 0700 (exit 3 otherwise).
+    static Result<RuntimeDir> open();
+
+    // An exclusive lock on one tenant, held while a session jail is found
+    // or started or stopped: concurrent first connections start one jail,
+    // and other tenants never wait for it. Waits at most `seconds`.
+    Result<UniqueFd> lock_tenant(uid_t uid, int seconds) const;
+
+    std::optional<SupervisorRecord> read(uid_t uid) const;
+    Status write(const SupervisorRecord& r) const;
+    // Removes the record only if it still names `pid` (a later supervisor's
+    // record is never removed by an earlier one).
+    void remove_if(uid_t uid, pid_t pid) const;
+    std::vector<SupervisorRecord> all() const;
+
+    // The tenant's empty network namespace, which its attach jails join
+    // rather than each making one (bwrap's --unshare-net, and the namespace's
+    // teardown, cost every connection about 1.3 ms of CPU here). Made by the session
+    // jail's supervisor once its jail is up, bound at UID.netns (as `ip
+    // netns` binds one), removed when the jail ends; a stale one (left by a
+    // supervisor that was SIGKILLed) is replaced. It is owned by our own user
+    // namespace, so a tenant holds no capability over it: no loopback brought
+    // up, no link added or moved in. It is not the session jail's (which has
+    // a network): an attach jail has none.
+    Status make_attach_netns(uid_t uid) const;
+    void remove_attach_netns(uid_t uid) const;
+    // UID.netns, opened and verified: a bound nsfs file naming a network
+    // namespace owned by this process's user namespace. Invalid otherwise
+    // (no session jail, or one that has just ended): the attach jail then
+    // makes its own (--unshare-net).
+    UniqueFd open_attach_netns(uid_t uid) const;
+
+    // RUNTIME/pam.d, the directory libpam reads the PAM service from
+    // (pam_start_confdir): a symbolic link SERVICE -> /etc/pam.d/SERVICE and
+    // an empty file "other". libpam parses "other" at every pam_start, as
+    // the fallback for types a service leaves out, and loads its modules
+    // (Debian's: pam_permit, pam_cap, pam_systemd and their libraries) into
+    // the root helper; here it loads the service's own modules and nothing
+    // else. The directory is root's, mode 0700, the file root's and empty,
+    // the link replaced (atomically) whenever it names anything else.
+    // Returns the directory's path.
+    Result<std::string> pam_confdir(const std::string& service) const;
+
+private:
+    explicit RuntimeDir(UniqueFd fd) : fd_(std::move(fd)) {}
+
+public:
+    // The directory, opened (for *at calls).
+    int fd() const { return fd_.get(); }
+
+private:
+    UniqueFd fd_;
+};
+
+}  // namespace clihost

@@ -1,0 +1,59 @@
+// session.hpp: the tenant's session jail (docs/ARCHITECTURE.md, "Process
+// model"): found or started by `run`, ended by `stop` (or by its last tmux
+// session ending), listed by `list`. One per tenant, whatever the number of
+// connections; detached from all of them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "decide/config.hpp"
+#include "decide/identity.hpp"
+#include "decide/plan.hpp"
+#include "proc/probe.hpp"
+#include "base/result.hpp"
+#include "host/runtime_state.hpp"
+
+namespace clihost {
+
+struct SessionStart {
+    const Policy& policy;
+    const Tenant& tenant;
+    const HostProbe& probe;
+    const CallerEnv& caller_env;  // the first caller's extra_env values
+    std::string ruser;            // the caller, PAM_RUSER of the session
+};
+
+// The live session jail of the tenant, started first if there is none:
+// under the tenant's lock, a root supervisor is double-forked into a session
+// of its own (stdio on /dev/null, no parent-death signal: the caller's death
+// or hang-up does not reach it), opens the PAM session, forks the watcher
+// and returns once the tmux server accepts connections. Fails closed: no
+// record and nothing running unless all of that worked.
+Result<SupervisorRecord> ensure_session_jail(const SessionStart& start);
+
+// The live session jail of `uid`, if any (read-only).
+std::optional<SupervisorRecord> find_session_jail(uid_t uid);
+
+// The tenant's empty network namespace that the session jail of record
+// `r` holds for its attach jails (RuntimeDir::open_attach_netns); invalid
+// if there is none.
+UniqueFd open_attach_netns(const SupervisorRecord& r);
+
+// Whether the session jail of record `r` has ended, or ends within
+// `millis`: its supervisor is gone. An attach that found no tmux server
+// raced with the end of that jail (its last session ended, and the record
+// was still there) when this says yes.
+bool session_jail_ended(const SupervisorRecord& r, int millis);
+
+// Every live session jail (read-only).
+std::vector<SupervisorRecord> live_session_jails();
+
+// Ends the session jail of `uid` and waits until its supervisor is gone
+// (SIGTERM, then SIGKILL after a grace period). False if none was running.
+Result<bool> stop_session_jail(uid_t uid);
+
+}  // namespace clihost

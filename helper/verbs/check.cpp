@@ -1,0 +1,159 @@
+// check.cpp: `check`, a report for a human whose exit status is the answer.
+#include "verbs/check.hpp"
+
+#include <cstdio>
+
+#include "host/audit_sink.hpp"
+#include "host/container_check.hpp"
+#include "proc/launch.hpp"
+#include "base/log.hpp"
+#include "decide/nested_check.hpp"
+#include "proc/net.hpp"
+#include "priv/pam_session.hpp"
+#include "decide/plan.hpp"
+#include "decide/proc_decision.hpp"
+#include "host/routes.hpp"
+#include "host/runtime_state.hpp"
+#include "proc/session.hpp"
+#include "host/trusted_path.hpp"
+#include "version.hpp"
+
+namespace clihost {
+namespace {
+
+// A real jail running command (our own, fixed) as the tenant, without a PAM
+// session, on the host's network (the network section tries the isolated one).
+bool trial_jail(const Prepared& p, const std::vector<std::string>& command) {
+    Policy policy = p.policy();
+    policy.allow_caller_command = true;  // our own fixed command, not the caller's
+    policy.network = NetworkMode::host;
+    auto plan = build_plan(policy, *p.tenant, {JailAction::command, "check", command}, p.probe, {}, {});
+    return plan && capture_jail(plan.value(), 0).status == 0;
+}
+
+// network = isolated needs slirp4netns, the group, /dev/net/tun and the
+// host-address rules; each is proven for real (as the tenant, or as nobody
+// without one), and with a tenant an isolated jail is started for real.
+template <class Line, class Problem>
+void network_section(const Prepared& p, bool can_start, Line line, Problem problem) {
+    const Policy& policy = p.policy();
+    if (policy.network == NetworkMode::host) {
+        line("network", "host (WARNING: the jails share the host's network: services on its loopback and addresses, "
+                        "other tenants' listeners and abstract sockets are reachable from them, and they can take "
+                        "the host's ports)");
+        return;
+    }
+    line("network", "isolated (a namespace of each jail's own, outbound only through slirp4netns)");
+    bool ok = true;
+    auto bad = [&](const std::string& k, const std::string& v) {
+        problem(k, v);
+        ok = false;
+    };
+    if (auto st = check_trusted_executable("slirp4netns", std::string(kSlirp)); !st) bad("slirp4netns", st.error().message);
+    else line("slirp4netns", std::string(kSlirp) + ": ok (root-owned, not writable by group/others)");
+    auto net = user_net_creds(p.probe_creds().uid);
+    if (!net) {
+        bad("network group", net.error().message);
+        return;
+    }
+    line("network group", std::string(kNetGroup) + ": ok (gid " + std::to_string(net.value().gid) + ")");
+    if (auto st = tun_usable(net.value()); !st) bad("/dev/net/tun", st.error().message);
+    else line("/dev/net/tun", "ok (the jails' network process can open it)");
+    if (auto st = host_addresses_blocked(net.value()); !st) bad("host-address rules", st.error().message);
+    else line("host-address rules", "ok (the group " + std::string(kNetGroup) +
+                                        " is refused the host's loopback and own addresses)");
+    if (!p.tenant || !ok || !can_start) return;
+    Policy trial = policy;
+    trial.allow_caller_command = true;  // our own fixed command, not the caller's
+    auto plan = build_plan(trial, *p.tenant, {JailAction::command, "check", {"/bin/true"}}, p.probe, {}, {});
+    if (!plan) return bad("network trial", plan.error().message);
+    auto ran = run_supervised(plan.value(), nullptr, &net.value());
+    if (!ran) bad("network trial", ran.error().message);
+    else if (ran.value() != 0) bad("network trial", "an isolated jail exited with status " + std::to_string(ran.value()));
+    else line("network trial", "ok (/bin/true ran in an isolated jail with slirp4netns as " + p.tenant->account.name + ")");
+}
+
+}  // namespace
+
+int do_check(const Prepared& p, const StartState& start) {
+    const Policy& policy = p.policy();
+    std::string r;
+    bool can_start = true;
+    auto line = [&](const std::string& k, const std::string& v) { r += k + ": " + v + "\n"; };
+    auto problem = [&](const std::string& k, const std::string& v) {
+        line(k, "FAIL: " + v);
+        can_start = false;
+    };
+    line("clihost-jail", CLIHOST_JAIL_VERSION);
+    line("invocation", std::string(invocation_name(p.caller.invocation)) + " (caller " + p.caller.name + ", uid " +
+                           std::to_string(p.caller.uid) + ")");
+    if (p.caller.invocation == Invocation::unprivileged) problem("privileges", "effective uid is not 0");
+    // What a container takes away, named (container_check.hpp).
+    const bool unprivileged = p.caller.invocation == Invocation::unprivileged;
+    for (const auto& [k, v] : container_problems(unprivileged, read_container_facts())) problem(k, v);
+    line("config", p.loaded.path + (p.loaded.from_file ? ": ok (root-owned, not writable by group/others)"
+                                                       : ": absent, built-in defaults"));
+    if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) {
+        problem("bwrap", st.error().message);
+    } else {
+        const auto version = dropped_output(p.probe_creds(), {policy.bwrap, "--version"});
+        // A bwrap that cannot even print its version as an unprivileged user
+        // will not start a jail either.
+        if (version.empty()) problem("bwrap", policy.bwrap + " --version failed when run unprivileged");
+        else line("bwrap", policy.bwrap + ": ok (root-owned, not writable by group/others), " + version);
+    }
+    line("user namespaces", p.probe.user_namespaces ? "yes" : "no (" + p.probe.trial_detail + ")");
+    line("fresh procfs", p.probe.fresh_proc ? "yes" : "no (" + p.probe.trial_detail + ")");
+    line("host /proc hidepid=invisible", p.probe.host_proc_hidepid ? "yes" : "no");
+    line("proc mode", std::string(proc_mode_name(policy.proc)));
+    line("nested sandbox", nested_sandbox_summary(policy));
+    if (!policy.pam_session) line("pam", "no session");
+    else if (auto st = check_pam_service(policy.pam_service); !st) problem("pam", st.error().message);
+    else if (auto confdir = pam_confdir_for(policy.pam_service); !confdir) problem("pam", confdir.error().message);
+    else if (confdir.value().empty())
+        line("pam", "session via /etc/pam.d/" + policy.pam_service +
+                        " (libpam's own lookup, which also loads /etc/pam.d/other: the service names other files)");
+    else
+        line("pam", "session via /etc/pam.d/" + policy.pam_service + " (read through " + confdir.value() +
+                        ": the service's own modules only, none of /etc/pam.d/other's)");
+    if (auto dir = RuntimeDir::open(); !dir) problem("runtime state", dir.error().message);
+    else line("runtime state", std::string(CLIHOST_JAIL_RUNTIME_DIR) + ": ok (root-owned, mode 0700)");
+    if (p.tenant) {
+        line("tenant", p.tenant->account.name + ": ok (uid " + std::to_string(p.tenant->account.uid) + ", home " +
+                           p.tenant->account.home + ")");
+        // run would refuse an expired tenant in pam_acct_mgmt: so does check.
+        if (policy.pam_session && can_start) {
+            if (auto st = PamSession::check_account(policy.pam_service, p.tenant->account.name, p.caller.name); !st)
+                problem("pam account", st.error().message);
+            else line("pam account", "ok (" + policy.pam_service + " account checks pass)");
+        }
+        const auto jail = find_session_jail(p.tenant->account.uid);
+        line("session jail", jail ? "running (supervisor " + std::to_string(jail->pid) + ")" : "not running");
+        auto plan = build_plan(policy, *p.tenant, {JailAction::serve, "", {}}, p.probe, start.caller_env, {});
+        if (!plan) problem("plan", plan.error().message);
+        else if (can_start && !trial_jail(p, {"/bin/true"}))
+            problem("jail trial", "bwrap could not start /bin/true in the jail");
+        else if (can_start) line("jail trial", "ok (/bin/true ran in the jail as " + p.tenant->account.name + ")");
+        if (can_start && policy.nested_sandbox && !trial_jail(p, nested_trial_command(policy)))
+            problem("nested sandbox trial", "an inner bwrap could not run /bin/true in the jail");
+        else if (can_start && policy.nested_sandbox)
+            line("nested sandbox trial", "ok (an inner bwrap ran /bin/true in its own namespaces in the jail)");
+    } else if (auto proc = decide_proc(policy.proc, p.probe); !proc) {
+        problem("proc", proc.error().message);
+    } else {
+        line("proc", "ok (" + proc.value().source() + ")");
+    }
+    network_section(p, can_start, line, problem);
+    // An open route around the jail fails check too (routes.hpp).
+    const bool closed = routes::report_for_check(policy, p.tenant ? &p.tenant->account : nullptr, r);
+    if (const auto sink = probe_audit_sink(); sink.ok) line("audit log", sink.detail); else problem("audit log", sink.detail);
+    line("result", can_start ? "a jail can start" : "a jail cannot start");
+    // The exit status is the answer; the report is for a human.
+    (void)std::fputs(r.c_str(), stdout);
+    (void)std::fflush(stdout);
+    const bool passed = can_start && closed;
+    log::audit(passed ? "allow" : "fail", passed ? "check passed" : "check found problems");
+    return passed ? 0 : static_cast<int>(Exit::host);
+}
+
+}  // namespace clihost

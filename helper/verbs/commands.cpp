@@ -1,0 +1,425 @@
+// commands.cpp: the verbs, each a straight line of validate-then-act over the
+// pieces in the other files (orchestration only).
+// Size: one straight line per verb, a screen each; the owner model moves
+// the attach and one-off paths to the supervisor and the front.
+#include "verbs/commands.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <optional>
+
+#include "verbs/check.hpp"
+#include "decide/cli.hpp"
+#include "decide/request.hpp"
+#include "host/config_file.hpp"
+#include "host/container_check.hpp"
+#include "base/fault.hpp"
+#include "proc/front.hpp"
+#include "proc/launch.hpp"
+#include "base/log.hpp"
+#include "proc/net.hpp"
+#include "priv/pam_session.hpp"
+#include "decide/plan.hpp"
+#include "proc/probe.hpp"
+#include "decide/proc_decision.hpp"
+#include "host/routes.hpp"
+#include "proc/session.hpp"
+#include "host/trusted_path.hpp"
+#include "base/unique_fd.hpp"
+#include "version.hpp"
+#include "host/accounts.hpp"
+
+namespace clihost {
+namespace {
+
+// Who runs probes and `check`'s trials when no tenant is named.
+
+int refuse(const Error& e) {
+    log::refuse(e.code == Exit::refused || e.code == Exit::usage ? "deny" : "fail", e.message);
+    return static_cast<int>(e.code);
+}
+
+std::string verb_name(Verb v) {
+    switch (v) {
+        case Verb::run: return "run";
+        case Verb::kill: return "kill";
+        case Verb::stop: return "stop";
+        case Verb::list: return "list";
+        case Verb::check: return "check";
+        case Verb::print: return "print";
+        case Verb::version: return "version";
+        case Verb::help: return "help";
+    }
+    return "?";
+}
+
+std::string tty_of_stdin() {
+    char buf[256];
+    if (::isatty(0) != 1 || ::ttyname_r(0, buf, sizeof buf) != 0) return {};
+    return buf;
+}
+
+
+// Who called, from the process credentials alone: known before any argument
+// is parsed, so that every audit line, a usage refusal's too, names them.
+Caller note_caller(const StartState& start, const AccountDb& db) {
+    Caller caller = identify_caller(start.creds, db);
+    auto& ctx = log::context();
+    ctx.caller = caller.name;
+    ctx.caller_uid = static_cast<long>(caller.uid);
+    ctx.via = std::string(invocation_name(caller.invocation));
+    return caller;
+}
+
+Result<Prepared> prepare(const StartState& start, const CommandLine& cl, const AccountDb& db, Caller caller) {
+    Prepared p;
+    p.caller = std::move(caller);
+
+    auto loaded = load_policy(start.config_override.value_or(CLIHOST_JAIL_CONFIG_PATH),
+                              start.config_override.has_value());
+    if (!loaded) return loaded.error();
+    p.loaded = std::move(loaded).value();
+    if (auto st = authorize_caller(p.loaded.policy, p.caller, db); !st) return st.error();
+    // stop and list name a tenant who may no longer qualify (disabled,
+    // removed from the group): they look it up themselves.
+    if (cl.user && cl.verb != Verb::stop && cl.verb != Verb::list) {
+        auto t = validate_tenant(p.loaded.policy, *cl.user, db, inspect_home);
+        if (!t) return t.error();
+        p.tenant = std::move(t).value();
+    }
+    return p;
+}
+
+Status require_root(const Prepared& p) {
+    if (p.caller.invocation == Invocation::unprivileged)
+        return fail(Exit::host, not_root_message(read_container_facts()));
+    return ok_status();
+}
+
+Result<Plan> plan_for(const Prepared& p, const StartState& start, const Request& req,
+                      const std::vector<std::string>& pam_env = {}) {
+    // Its warnings go out with the audit line that lets it start (audit_reason).
+    return build_plan(p.policy(), *p.tenant, req, p.probe, start.caller_env, pam_env);
+}
+
+// The uid of a tenant named for stop/list: a passwd entry in the tenant uid
+// range, or, for an account already deleted, the name a live record keeps.
+Result<uid_t> tenant_uid(const Policy& policy, const std::string& name, const AccountDb& db) {
+    if (auto a = db.user_by_name(name)) {
+        if (a->uid == 0 || a->uid < policy.min_uid || a->uid > policy.max_uid)
+            return fail(Exit::refused, "tenant " + name + " refused: uid outside the tenant range");
+        return a->uid;
+    }
+    for (const auto& r : live_session_jails())
+        if (r.tenant == name) return r.uid;
+    return fail(Exit::refused, "tenant " + name + " refused: no such user");
+}
+
+std::string render(const Plan& plan) {
+    // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict on
+    // `"literal" + std::string&&` (GCC bug 105329).
+    std::string out = "env -i";
+    for (const auto& e : plan.env) out.append(" ").append(shell_quote(e));
+    for (const auto& a : plan.argv) out.append(" ").append(shell_quote(a));
+    return out.append("\n");
+}
+
+int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) {
+    if (auto st = check_trusted_executable("bwrap", p.policy().bwrap); !st) return refuse(st.error());
+    if (auto st = routes::check_jail_shell(p.policy()); !st) return refuse(st.error());
+    // run plans two jails (the session jail, started if absent, and this
+    // connection's attach jail); run -- COMMAND plans one.
+    std::vector<Request> reqs;
+    if (cl.command.empty()) reqs = {{JailAction::serve, "", {}}, {JailAction::attach, *cl.session, {}}};
+    else reqs = {{JailAction::command, *cl.session, cl.command}};
+    std::string out;
+    for (const auto& req : reqs) {
+        auto plan = build_plan(p.policy(), *p.tenant, req, p.probe, start.caller_env, {});
+        if (!plan) return refuse(plan.error());
+        const Plan& pl = plan.value();
+        // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict on
+        // `"literal" + std::string&&` (GCC bug 105329), which broke Release builds.
+        out.append("# clihost-jail plan: ").append(jail_action_name(req.action)).append(" jail, tenant ");
+        out.append(p.tenant->account.name).append(", session ").append(*cl.session);
+        out.append(", /proc ").append(pl.proc_source);
+        if (pl.trial_in_child) out.append(" (a fresh procfs, proven before exec)");
+        if (!p.policy().pam_session) out.append(", no PAM session");
+        else if (req.action == JailAction::attach) out.append(", PAM account check ").append(p.policy().pam_service);
+        else out.append(", PAM session ").append(p.policy().pam_service).append(" (its pam_env variables are added at launch)");
+        out.append(", nested sandbox ").append(pl.nested_sandbox ? "allowed" : "not allowed");
+        out.append(", network ").append(jail_net_name(pl.net)).append("\n");
+        if (req.action == JailAction::attach)
+            out.append("# at attach, the jail joins the tenant's empty network namespace when its session jail holds "
+                       "one (")
+                .append(CLIHOST_JAIL_RUNTIME_DIR)
+                .append("/")
+                .append(std::to_string(p.tenant->account.uid))
+                .append(".netns), as root before the drop, and bwrap runs without --unshare-net\n");
+        for (const auto& w : pl.warnings) out.append("# warning: ").append(w).append("\n");
+        out += render(pl);
+        if (pl.net == JailNet::isolated) {
+            // The user-mode network, as the root parent starts it once bwrap
+            // has made the namespace (net.hpp), and the resolv.conf bwrap copies.
+            out.append("# network: run as uid ").append(std::to_string(pl.creds.uid)).append(" with group ");
+            out.append(kNetGroup).append(" only, on the jail's namespaces:\n#  ");
+            for (const auto& a : pl.net_argv) out.append(" ").append(shell_quote(a));
+            out.append("\n# /etc/resolv.conf in the jail (fd ").append(std::to_string(kResolvFd)).append("):\n");
+            std::size_t at = 0;
+            while (at < pl.resolv_conf.size()) {
+                const auto nl = pl.resolv_conf.find('\n', at);
+                out.append("#   ").append(pl.resolv_conf.substr(at, nl - at)).append("\n");
+                at = nl == std::string::npos ? pl.resolv_conf.size() : nl + 1;
+            }
+        }
+    }
+    const bool written = std::fputs(out.c_str(), stdout) >= 0;
+    log::audit("allow", "plan printed");
+    return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
+}
+
+// What every attach proves before it acts: the tenant as prepare() found
+// it (looked up again for a second attempt: `db`), and PAM's account check,
+// so that an expired tenant cannot attach to a session jail that is still
+// running (stop ends it).
+Status attach_allowed(const Prepared& p, const AccountDb* db) {
+    const Policy& policy = p.policy();
+    if (db != nullptr) {
+        auto again = validate_tenant(policy, p.tenant->account.name, *db, inspect_home);
+        if (!again) return again.error();
+        if (again.value().account.uid != p.tenant->account.uid)
+            return fail(Exit::refused, "tenant " + p.tenant->account.name + " refused: its uid changed");
+    }
+    if (!policy.pam_session) return ok_status();
+    if (auto st = check_pam_service(policy.pam_service); !st) return st;
+    return PamSession::check_account(policy.pam_service, p.tenant->account.name, p.caller.name);
+}
+
+// The request a front hands over: what to start, and who asks (for the
+// supervisor's audit lines). Only well-formed extra_env candidates travel.
+HandoverRequest handover_request(const Prepared& p, const CommandLine& cl, const StartState& start) {
+    HandoverRequest r;
+    r.kind = cl.command.empty() ? HandoverKind::attach : HandoverKind::command;
+    r.session = *cl.session;
+    r.command = cl.command;
+    for (const auto& [name, value] : start.caller_env)
+        if (r.extra_env.size() < kMaxRequestEnv && is_well_formed_env_value(value)) r.extra_env.emplace(name, value);
+    r.caller = p.caller.name;
+    r.caller_uid = static_cast<long>(p.caller.uid);
+    r.via = log::context().via;
+    r.sudo_uid = start.creds.sudo_uid.value_or("-");
+    return r;
+}
+
+// The front: hand the request to the tenant's supervisor (started if T has
+// none), relay, return the jail's status. A supervisor that was ending as
+// the request arrived (a typed outcome: retry) is waited for, and a new one
+// started, once, after the same checks.
+int hand_to_supervisor(const Prepared& p, const StartState& start, const AccountDb& db, const HandoverRequest& req) {
+    const Policy& policy = p.policy();
+    for (int attempt = 0;; ++attempt) {
+        auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
+        if (!jail) return refuse(jail.error());
+        if (jail.value().version != kRecordVersion)
+            return refuse(fail(Exit::host, "the session jail of " + p.tenant->account.name + " (supervisor " +
+                                               std::to_string(jail.value().pid) + ") is of another version (record v" +
+                                               std::to_string(jail.value().version) +
+                                               "): end it with clihost-jail stop --user " + p.tenant->account.name));
+        log::audit("allow", "handing over to the supervisor " + std::to_string(jail.value().pid));
+        auto out = hand_over(jail.value(), req);
+        if (!out) return refuse(out.error());
+        if (out.value().kind == Handover::Kind::done) return out.value().status;
+        if (attempt > 0 || !session_jail_ended(jail.value(), 5000))
+            return refuse(fail(Exit::host, "the supervisor " + std::to_string(jail.value().pid) +
+                                               " closed the connection and still runs"));
+        log::audit("warn", "the session jail ended as this connection arrived; starting a new one");
+        if (auto st = attach_allowed(p, &db); !st) return refuse(st.error());
+    }
+}
+
+// run without a command: the checks, PAM's account check, then the front.
+int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
+    const Policy& policy = p.policy();
+    if (auto st = require_root(p); !st) return refuse(st.error());
+    if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
+    if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
+    if (auto st = require_proc_sys_writable(true); !st) return refuse(st.error());
+    // What the policy refuses, refused before the account check or a
+    // supervisor's start.
+    if (auto st = validate_request(policy, p.tenant->account, {JailAction::attach, *cl.session, {}}, p.probe); !st)
+        return refuse(st.error());
+    if (::isatty(0) != 1) return refuse(fail(Exit::refused, "run without a command needs a terminal on stdin"));
+    if (auto st = attach_allowed(p, nullptr); !st) return refuse(st.error());
+    return hand_to_supervisor(p, start, db, handover_request(p, cl, start));
+}
+
+// run -- COMMAND: a one-off jail of its own, never the session jail.
+int do_command(const Prepared& p, const CommandLine& cl, const StartState& start) {
+    const Policy& policy = p.policy();
+    if (auto st = require_root(p); !st) return refuse(st.error());
+    if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
+    if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
+    if (auto st = require_proc_sys_writable(!policy.nested_sandbox); !st) return refuse(st.error());
+    const Request req{JailAction::command, *cl.session, cl.command};
+    // What the policy refuses (a caller's command it does not allow, say),
+    // refused before a PAM session is opened for it.
+    if (auto st = validate_request(policy, p.tenant->account, req, p.probe); !st) return refuse(st.error());
+    // network = isolated: its prerequisites proven first (exit 3 if one is
+    // missing), and a root parent stays to attach the network.
+    std::optional<TenantCreds> net;
+    if (policy.network == NetworkMode::isolated) {
+        auto creds = require_isolation(p.tenant->account.uid);
+        if (!creds) return refuse(creds.error());
+        net = creds.value();
+    }
+    if (!policy.pam_session) {
+        auto plan = plan_for(p, start, req);
+        if (!plan) return refuse(plan.error());
+        if (!net) {
+            log::audit("allow", audit_reason("exec bwrap, /proc " + plan.value().proc_source +
+                                                 ", network host, no PAM session", plan.value()));
+            exec_jail(plan.value(), start.parent);
+        }
+        log::audit("allow", audit_reason("starting bwrap, /proc " + plan.value().proc_source +
+                                             ", network isolated, no PAM session", plan.value()));
+        auto status = run_supervised(plan.value(), nullptr, &*net);
+        if (!status) return refuse(status.error());
+        log::audit("exit", "jail exited with status " + std::to_string(status.value()));
+        return status.value();
+    }
+    if (auto st = check_pam_service(policy.pam_service); !st) return refuse(st.error());
+    if (auto st = block_relayed_signals(); !st) return refuse(st.error());
+    auto pam = PamSession::open(policy.pam_service, p.tenant->account.name, p.caller.name, tty_of_stdin());
+    if (!pam) return refuse(pam.error());
+    auto plan = plan_for(p, start, req, pam.value()->environment());
+    if (!plan) return refuse(plan.error());  // the session closes as pam goes out of scope
+    log::audit("allow", audit_reason("PAM session open, starting bwrap, /proc " + plan.value().proc_source +
+                                         ", network " + std::string(jail_net_name(plan.value().net)),
+                                     plan.value()));
+    auto status = run_supervised(plan.value(), pam.value().get(), net ? &*net : nullptr);
+    if (!status) return refuse(status.error());
+    log::audit("exit", "jail exited with status " + std::to_string(status.value()) + ", PAM session closed");
+    return status.value();
+}
+
+// kill: a client jail ends one tmux session of the running session jail;
+// tmux then ends the session jail with its last session (exit-empty).
+int do_kill(const Prepared& p, const CommandLine& cl, const StartState& start) {
+    if (auto st = require_root(p); !st) return refuse(st.error());
+    if (auto st = check_trusted_executable("bwrap", p.policy().bwrap); !st) return refuse(st.error());
+    if (auto st = require_proc_sys_writable(true); !st) return refuse(st.error());
+    const auto jail = find_session_jail(p.tenant->account.uid);
+    if (!jail) return refuse(fail(Exit::refused, "tenant " + p.tenant->account.name + " has no session jail"));
+    auto plan = plan_for(p, start, {JailAction::kill_session, *cl.session, {}});
+    if (!plan) return refuse(plan.error());
+    log::audit("allow", audit_reason("starting bwrap (kill-session)", plan.value()));
+    // tmux's own refusal ("can't find session") reaches the caller's stderr.
+    const auto killed = capture_jail(plan.value(), std::size_t{64} * 1024, true);
+    // No session left: the session jail is ending (exit-empty). Return once
+    // it is gone, so that the caller's next `run` starts a new one rather
+    // than find the old one's record while it ends.
+    if (killed.status == 0 && killed.out.empty() && !session_jail_ended(*jail, 5000))
+        log::audit("warn", "the session jail's last session was killed but it has not ended within 5 s");
+    return killed.status;
+}
+
+int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
+    if (auto st = require_root(p); !st) return refuse(st.error());
+    auto uid = tenant_uid(p.policy(), *cl.user, db);
+    if (!uid) return refuse(uid.error());
+    auto stopped = stop_session_jail(uid.value());
+    if (!stopped) return refuse(stopped.error());
+    const std::string what = stopped.value() ? "session jail stopped" : "no session jail was running";
+    log::audit("allow", what);
+    std::printf("%s: %s\n", cl.user->c_str(), what.c_str());
+    return std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
+}
+
+std::string iso_time(long long t) {
+    char buf[32];
+    const std::time_t tt = static_cast<std::time_t>(t);
+    std::tm tm{};
+    if (::gmtime_r(&tt, &tm) == nullptr || std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) return "-";
+    return buf;
+}
+
+// list: one line per live session jail, for a proxy to parse:
+// tenant=NAME uid=UID supervisor=PID started=ISO8601 sessions=a,b,c
+// (sessions=- when they cannot be listed, e.g. the tenant is disabled).
+int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
+    if (auto st = require_root(p); !st) return refuse(st.error());
+    std::optional<uid_t> only;
+    if (cl.user) {
+        auto uid = tenant_uid(p.policy(), *cl.user, db);
+        if (!uid) return refuse(uid.error());
+        only = uid.value();
+    }
+    std::string out;
+    for (const auto& r : live_session_jails()) {
+        if (only && r.uid != *only) continue;
+        std::string sessions = "-";
+        auto tenant = validate_tenant(p.policy(), r.tenant, db, inspect_home);
+        if (tenant && tenant.value().account.uid == r.uid) {
+            auto plan = build_plan(p.policy(), tenant.value(), {JailAction::list_sessions, "", {}}, p.probe,
+                                   start.caller_env, {});
+            if (plan) {
+                auto got = capture_jail(plan.value(), std::size_t{64} * 1024);
+                if (got.status == 0) {
+                    sessions.clear();
+                    for (char c : got.out) sessions += c == '\n' ? ',' : c;
+                    while (!sessions.empty() && sessions.back() == ',') sessions.pop_back();
+                }
+            }
+        }
+        out += "tenant=" + r.tenant + " uid=" + std::to_string(r.uid) + " supervisor=" + std::to_string(r.pid) +
+               " started=" + iso_time(r.started) + " sessions=" + (sessions.empty() ? "-" : sessions) + "\n";
+    }
+    const bool written = std::fputs(out.c_str(), stdout) >= 0;
+    log::audit("allow", "listed session jails");
+    return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
+}
+
+}  // namespace
+
+int dispatch(const StartState& start, const std::vector<std::string>& args) {
+    SystemAccountDb db;
+    Caller caller = note_caller(start, db);
+    auto parsed = parse_command_line(args);
+    if (!parsed) return refuse(parsed.error());
+    const CommandLine& cl = parsed.value();
+    if (cl.verb == Verb::version) {
+        std::printf("clihost-jail %s\n", CLIHOST_JAIL_VERSION);
+        return 0;
+    }
+    if (cl.verb == Verb::help) {
+        (void)std::fputs(usage_text().data(), stdout);
+        return 0;
+    }
+    auto& ctx = log::context();
+    ctx.action = verb_name(cl.verb);
+    if (cl.user) ctx.tenant = *cl.user;
+    if (cl.session) ctx.session = *cl.session;
+
+    auto prepared = prepare(start, cl, db, std::move(caller));
+    if (!prepared) return refuse(prepared.error());
+    Prepared& p = prepared.value();
+    // proc = private needs no host trial to plan a jail: the jail's first
+    // tenant process runs it right before exec (exit 3 if it fails). check
+    // always runs it here, and the other modes need its answer to plan.
+    const bool run_trial = cl.verb == Verb::check || proc_needs_host_trial(p.policy().proc);
+    const TenantCreds who = p.probe_creds();
+    p.probe = probe_host(p.policy().ro_bind, who.uid, who.gid, run_trial);
+
+    switch (cl.verb) {
+        case Verb::print: return do_print(p, cl, start);
+        case Verb::check: return do_check(p, start);
+        case Verb::run: return cl.command.empty() ? do_attach(p, cl, start, db) : do_command(p, cl, start);
+        case Verb::kill: return do_kill(p, cl, start);
+        case Verb::stop: return do_stop(p, cl, db);
+        case Verb::list: return do_list(p, cl, start, db);
+        default: return static_cast<int>(Exit::internal);
+    }
+}
+
+}  // namespace clihost
