@@ -41,8 +41,19 @@ def endpoint(tenant):
 
 
 def detach_exec(t, command):
-    """The tenant turns its tmux client (in the attach jail) into `command`."""
-    t.write(f"tmux detach-client -E \"{command}\"\r")
+    """The tenant turns its tmux client (in the attach jail) into `command`
+    (single-quoted: the tenant's shell in the session jail expands nothing
+    of it; the client's shell, in the attach jail, does)."""
+    t.write(f"tmux detach-client -E '{command}'\r")
+
+
+def probe_script(host, tenant, name, text):
+    """A script in the tenant's home, run by a detached client's command."""
+    path = os.path.join(host.home(tenant), name)
+    with open(path, "w") as f:
+        f.write(text)
+    sh("chown", f"{tenant}:", path)
+    return path
 
 
 def request(version, tenant_session="s1"):
@@ -80,12 +91,18 @@ def test_a_detached_client_command_has_the_tenants_keyring_loginuid_and_limits(h
         uid = pwd.getpwnam(alice).pw_uid
         caller_loginuid = re.search(r"CALLER_LOGINUID_(\d+)", t.output()).group(1)
         assert caller_loginuid != str(uid)
-        detach_exec(t, "sh -c 'keyctl search @s user ctjowner; echo KEYSEARCH_$?; "
-                       "echo LOGINUID_$(cat /proc/self/loginuid); echo NOFILE_$(ulimit -n); sleep 60'")
-        assert t.wait_for("NOFILE_", 15), t.output()
-        out = t.output()
+        script = probe_script(host, alice, "ctx.sh",
+                              "keyctl print %user:ctjowner 2>/dev/null | sed s/^/KEYPRINT_/\n"
+                              "echo KEYSEARCH_$(keyctl search @s user ctjowner >/dev/null 2>&1; echo $?)\n"
+                              "echo LOGINUID_$(cat /proc/self/loginuid)\n"
+                              "echo NOFILE_$(ulimit -n)\n"
+                              "echo PROBE_DONE\n"
+                              "sleep 60\n")
+        detach_exec(t, f"sh {script}")
+        assert t.wait_for("PROBE_DONE", 15), t.output()
+        out = t.output().split("detach-client")[-1]
         assert "KEYSEARCH_1" in out, out
-        assert "CALLERSECRET42" not in out.split("KEYSEARCH_")[0].split("detach-client")[-1], out
+        assert "KEYPRINT_" not in out and "CALLERSECRET42" not in out, out
         assert f"LOGINUID_{uid}" in out, out
         assert "NOFILE_100" in out, out
         # The supervisor keeps its baseline: a tenant's nofile does not cap it.
@@ -141,17 +158,22 @@ def test_the_supervisor_is_root_through_and_through(host, alice, terms):
 def test_the_jail_has_no_controlling_terminal_and_tiocsti_fails(host, alice, terms):
     t = attach(host, alice, new_session(), terms)
     assert shell_ready(t), t.output()
-    prog = ("import fcntl,termios,sys\n"
-            "try:\n fcntl.ioctl(0, termios.TIOCSTI, b'x'); print('STI_OK')\n"
-            "except OSError as e: print('STI_ERR', e.errno)\n")
-    with open(os.path.join(host.home(alice), "sti.py"), "w") as f:
-        f.write(prog)
-    sh("chown", f"{alice}:", os.path.join(host.home(alice), "sti.py"))
-    detach_exec(t, "sh -c 'python3 ~/sti.py; ps -o tty= -p $$ | sed s/^/TTY_/; sleep 30'")
-    assert t.wait_for("TTY_", 15), t.output()
-    out = t.output()
-    assert "STI_OK" not in out and "STI_ERR" in out, out
-    assert "TTY_?" in out, out
+    prog = probe_script(host, alice, "sti.py",
+                        "import fcntl, os, termios\n"
+                        "stat = open('/proc/self/stat').read()\n"
+                        "print('TTYNR_%s' % stat[stat.rfind(')') + 2:].split()[4])\n"
+                        "print('ISATTY_%s' % os.isatty(0))\n"
+                        "try:\n    fcntl.ioctl(0, termios.TIOCSTI, b'x'); print('STI_OK')\n"
+                        "except OSError as e:\n    print('STI_ERR_%d' % e.errno)\n")
+    detach_exec(t, f"python3 {prog}; sleep 30")
+    assert t.wait_for("STI_", 15), t.output()
+    out = t.output().split("detach-client")[-1]
+    # The handed-over terminal is the jail's stdio (control: isatty), never
+    # its controlling terminal (tty_nr 0), and TIOCSTI fails (EPERM: the
+    # seccomp filter, and no controlling terminal behind it).
+    assert "ISATTY_True" in out, out
+    assert "TTYNR_0" in out, out
+    assert "STI_OK" not in out and "STI_ERR_1" in out, out
 
 
 # ------------------------------------------------------------- endpoint --
@@ -169,7 +191,7 @@ def test_the_endpoint_refuses_a_non_root_peer(host, alice, terms):
     try:
         code = ("import socket,sys\n"
                 "s=socket.socket(socket.AF_UNIX,socket.SOCK_SEQPACKET); s.settimeout(5); s.connect(sys.argv[1])\n"
-                "s.send(sys.stdin.buffer.read()); print(s.recv(2000).decode())\n")
+                "print(s.recv(2000).decode())\n")
         p = subprocess.run(["python3", "-c", code, ep], input=request(2), capture_output=True,
                            preexec_fn=lambda: os.setuid(65534), timeout=20)
         assert "fail 1 the supervisor speaks to root only" in p.stdout.decode(), p
@@ -196,7 +218,7 @@ def test_a_wrong_protocol_version_is_refused_with_its_line(host, alice, terms):
     old = PtyProcess([faults, "run", "--user", alice, "--session", new_session()], env=env)
     terms.append(old)
     assert old.wait(15) == 3
-    assert f"clihost-jail stop --user {alice}" in old.output(), old.output()
+    assert old.wait_for(f"clihost-jail stop --user {alice}", 5), old.output()
 
 
 def test_a_half_open_handshake_times_out(host, alice, terms):
@@ -229,7 +251,14 @@ def test_a_flood_of_fronts_leaves_stop_working(host, alice, terms):
     r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
     assert r.returncode == 0 and "session jail stopped" in r.stdout, r
     assert time.monotonic() - started < 8
-    assert not os.path.exists(f"/proc/{sup}")
+
+    def gone(pid):
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+        except FileNotFoundError:
+            return True
+        return stat[stat.rfind(")") + 2] == "Z"
+    assert gone(sup)
     assert wait_until(lambda: not host.processes_of(alice), 5)
     for s in flood:
         s.close()
@@ -250,7 +279,7 @@ def test_a_session_jail_of_the_previous_version_is_refused_by_name(host, alice, 
     t = attach(host, alice, new_session(), terms)
     assert t.wait(15) == 3
     assert time.monotonic() - started < 10
-    assert f"end it with clihost-jail stop --user {alice}" in t.output(), t.output()
+    assert t.wait_for(f"end it with clihost-jail stop --user {alice}", 5), t.output()
     r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
     assert r.returncode == 0 and "session jail stopped" in r.stdout, r
     # Control: after the stop, a front attaches.
