@@ -285,3 +285,65 @@ def test_a_session_jail_of_the_previous_version_is_refused_by_name(host, alice, 
     # Control: after the stop, a front attaches.
     t2 = attach(host, alice, new_session(), terms)
     assert shell_ready(t2), t2.output()
+
+
+# ---------------------------------------------------------------- races --
+
+RACE_ROUNDS = int(os.environ.get("CTJ_RACE_ROUNDS", "20"))
+
+
+def session_closed_counts(since_bytes):
+    """{supervisor pid: its "session closed" lines} in the log written since."""
+    counts = {}
+    with open("/var/log/auth.log", "rb") as f:
+        f.seek(since_bytes)
+        for line in f.read().decode(errors="replace").splitlines():
+            m = re.search(r"clihost-jail\[(\d+)\]: pam_unix\(clihost-jail:session\): session (opened|closed)", line)
+            if m:
+                counts.setdefault(int(m.group(1)), {"opened": 0, "closed": 0})[m.group(2)] += 1
+    return counts
+
+
+@pytest.mark.parametrize("ender", ["stop", "exit"])
+def test_a_session_jail_ending_as_a_connection_arrives_leaves_a_jail_that_outlives_it(host, alice, terms, ender):
+    """The session jail ends (`stop`, or `exit` in its last shell) just as a
+    second connection arrives, RACE_ROUNDS times. Whatever the second
+    connection meets, a session jail it gets is its supervisor's (a child
+    of init, never of the front) and outlives the connection; every
+    supervisor opened and closed its PAM session exactly once."""
+    since = os.path.getsize("/var/log/auth.log")
+    outlived = 0
+    for _ in range(RACE_ROUNDS):
+        s = new_session()
+        first = attach(host, alice, s, terms)
+        assert shell_ready(first), first.output()
+        if ender == "exit":
+            first.write("exit\r")
+            second = attach(host, alice, s, terms)
+        else:
+            second = attach(host, alice, s, terms)
+            r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+            assert r.returncode == 0, r
+        if shell_ready(second, timeout=20):
+            sup = supervisor_pid(alice)
+            assert sup is not None
+            assert int(proc_status(sup, "PPid")[0]) == 1, sup
+            second.hangup()
+            assert second.wait(10) is not None
+            # The session jail outlives the connection that started it.
+            time.sleep(0.3)
+            assert host.has_tmux_session(alice, s) and supervisor_pid(alice) == sup
+            outlived += 1
+        else:
+            # It met the end of the jail and ended: nothing of it is left.
+            assert second.wait(10) is not None, second.output()[-300:]
+        r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+        assert r.returncode == 0, r
+        assert wait_until(lambda: not host.processes_of(alice), 5)
+        for t in (first, second):
+            t.close()
+    time.sleep(1)
+    counts = session_closed_counts(since)
+    assert counts and all(c == {"opened": 1, "closed": 1} for c in counts.values()), counts
+    # The race was met with a connection that got a jail at least once.
+    assert outlived > 0
