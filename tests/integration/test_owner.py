@@ -105,11 +105,33 @@ def test_a_detached_client_command_has_the_tenants_keyring_loginuid_and_limits(h
         assert "KEYPRINT_" not in out and "CALLERSECRET42" not in out, out
         assert f"LOGINUID_{uid}" in out, out
         assert "NOFILE_100" in out, out
-        # The supervisor keeps its baseline: a tenant's nofile does not cap it.
+    finally:
+        os.unlink(limits)
+
+
+def has_cap_sys_resource():
+    for line in open("/proc/self/status"):
+        if line.startswith("CapBnd:"):
+            return bool(int(line.split()[1], 16) & (1 << 24))
+    return False
+
+
+def test_the_supervisor_keeps_its_baseline_under_a_tenants_nofile(host, alice, terms):
+    if not has_cap_sys_resource():
+        pytest.skip("this host withholds CAP_SYS_RESOURCE (bounding set): no process can raise a hard limit "
+                    "that pam_limits lowered, so the supervisor keeps the tenant's (documented)")
+    limits = "/etc/security/limits.d/ctj-owner-test.conf"
+    with open(limits, "w") as f:
+        f.write(f"{alice} soft nofile 64\n{alice} hard nofile 64\n")
+    try:
+        t = attach(host, alice, new_session(), terms)
+        assert shell_ready(t), t.output()
+        # Control: the tenant's shell has the tenant's limit.
+        t.write("echo NOFILE_$(ulimit -n)\r")
+        assert t.wait_for("NOFILE_64", 10), t.output()
         sup = supervisor_pid(alice)
-        limits_text = open(f"/proc/{sup}/limits").read()
-        line = [l for l in limits_text.splitlines() if l.startswith("Max open files")][0]
-        assert line.split()[3] != "100", line
+        line = [l for l in open(f"/proc/{sup}/limits").read().splitlines() if l.startswith("Max open files")][0]
+        assert line.split()[3] != "64" and line.split()[4] != "64", line
     finally:
         os.unlink(limits)
 
