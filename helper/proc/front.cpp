@@ -27,7 +27,8 @@ constexpr int kStartSeconds = 10;
 // How long, after a hang-up, until the front gives up waiting for the status.
 constexpr int kHangupSeconds = 5;
 
-Result<UniqueFd> connect_endpoint(const SupervisorRecord& rec) {
+// `ending`: set when the endpoint is gone or refuses (its supervisor is ending).
+Result<UniqueFd> connect_endpoint(const SupervisorRecord& rec, bool& ending) {
     const std::string runtime = CLIHOST_JAIL_RUNTIME_DIR;
     const UniqueFd dir(::open(runtime.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!dir.valid()) return fail(Exit::host, "cannot open the runtime directory " + runtime);
@@ -36,7 +37,8 @@ Result<UniqueFd> connect_endpoint(const SupervisorRecord& rec) {
         return fail(Exit::host, "the runtime directory " + runtime + " is not root's 0700");
     const std::string name = endpoint_name(rec.uid);
     struct stat st {};
-    if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != 0)
+    if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) ending = true;
+    if (ending || !S_ISSOCK(st.st_mode) || st.st_uid != 0)
         return fail(Exit::host, "the supervisor " + std::to_string(rec.pid) + " of " + rec.tenant +
                                     " has no endpoint (a socket of root's)");
     // Through the directory we opened and checked: /proc/self/fd/N/NAME.
@@ -47,8 +49,10 @@ Result<UniqueFd> connect_endpoint(const SupervisorRecord& rec) {
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
     UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
     if (!sock.valid()) return fail(Exit::internal, "socket failed");
-    if (::connect(sock.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
+    if (::connect(sock.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        ending = errno == ENOENT || errno == ECONNREFUSED;
         return fail(Exit::host, std::string("cannot reach the supervisor: ") + std::strerror(errno));
+    }
     // The listener is the recorded supervisor: root, the record's pid, and
     // that pid is still the process the record names (start time, boot).
     ucred cred{};
@@ -98,7 +102,12 @@ Result<Handover> hand_over(const SupervisorRecord& rec, const HandoverRequest& r
         if (::signal(sig, SIG_IGN) == SIG_ERR) return fail(Exit::internal, "cannot ignore terminal stop signals");
     const UniqueFd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!sigfd.valid()) return fail(Exit::internal, "signalfd failed");
-    auto sock = connect_endpoint(rec);
+    bool ending = false;
+    auto sock = connect_endpoint(rec, ending);
+    // A live record whose endpoint is gone or refuses: that supervisor is
+    // ending (it closes its endpoint first). The caller waits for its end
+    // and starts a new one (a typed outcome, as for a "retry" reply).
+    if (!sock && ending && record_is_live(rec)) return Handover{Handover::Kind::retry, 0};
     if (!sock) return sock.error();
     HandoverRequest sent = req;
     // The fault-injection build stands in for a front of another protocol.
@@ -138,7 +147,8 @@ Result<Handover> hand_over(const SupervisorRecord& rec, const HandoverRequest& r
         if (n < 0 && errno == EINTR) continue;
         // The supervisor closed without a word: it is ending (or refused
         // us for a full queue): the caller decides by its end.
-        if (n <= 0) return Handover{Handover::Kind::retry, 0};
+        if (n <= 0 && !started) return Handover{Handover::Kind::retry, 0};
+        if (n <= 0) return fail(Exit::internal, "the supervisor ended the connection without the jail's status");
         auto reply = parse_reply(std::string_view(buf, static_cast<std::size_t>(n)));
         if (!reply) return reply.error();
         switch (reply.value().kind) {

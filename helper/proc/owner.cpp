@@ -187,8 +187,9 @@ private:
             return;
         }
         // Hang-up, the front's end (its death included), or garbage: that
-        // connection's jail ends, and only it.
-        c.sock.reset();
+        // connection's jail ends, and only it. A front that asked keeps
+        // its connection for the jail's status.
+        if (!relay || n <= 0) c.sock.reset();
         hang_up(c, now);
     }
 
