@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -910,7 +911,9 @@ Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int jo
         report_tenant_failure(fail(Exit::internal, "cannot set the tenant's limits"));
         ::_exit(static_cast<int>(Exit::internal));
     }
+    ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
     if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) ::_exit(static_cast<int>(Exit::internal));
+    ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
     run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, -1, -1); });
 }
 

@@ -39,7 +39,13 @@ constexpr int kMaxConnections = 256;
 
 bool send_reply(int sock, const Reply& r) {
     const std::string msg = format_reply(r);
-    return ::send(sock, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(msg.size());
+    const bool sent = ::send(sock, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(msg.size());
+    // What the front sent and we did not read (a relayed signal, a second
+    // hang-up) is drained: a socket closed with unread data resets its
+    // peer, which then never reads this reply.
+    char buf[256];
+    for (int i = 0; i < 64 && ::recv(sock, buf, sizeof buf, MSG_DONTWAIT) > 0; ++i) {}
+    return sent;
 }
 
 // The tenant's owner, after its session jail is up.

@@ -12,6 +12,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -93,10 +94,14 @@ Status clean_state(int keep_fd) {
     ::umask(022);
     if (!detach_stdio() || ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) != 0)
         return fail(Exit::internal, "cannot detach the supervisor");
-    // Every descriptor but stdio and the start-up report.
+    // Every descriptor but stdio and the start-up report. syslog(3)'s
+    // socket first, through closelog: glibc would otherwise later send to,
+    // and close, whatever reuses its number (the start-up report, seen).
+    ::closelog();
     if (keep_fd != 3 && (::dup2(keep_fd, 3) != 3 || ::close(keep_fd) != 0))
         return fail(Exit::internal, "cannot keep the start-up report");
     if (::syscall(SYS_close_range, 4U, ~0U, 0U) != 0) return fail(Exit::internal, "cannot close the caller's descriptors");
+    ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
     if (::clearenv() != 0) return fail(Exit::internal, "cannot clear the environment");
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;

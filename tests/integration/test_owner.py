@@ -347,8 +347,8 @@ def test_a_session_jail_ending_as_a_connection_arrives_leaves_a_jail_that_outliv
             r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
             assert r.returncode == 0, r
         if shell_ready(second, timeout=20):
+            assert wait_until(lambda: supervisor_pid(alice) is not None, 3), second.output()[-300:]
             sup = supervisor_pid(alice)
-            assert sup is not None
             assert int(proc_status(sup, "PPid")[0]) == 1, sup
             second.hangup()
             assert second.wait(10) is not None
