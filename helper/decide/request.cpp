@@ -151,7 +151,7 @@ Result<Reply> parse_reply(std::string_view msg) {
 }
 
 bool relayable_signal(int sig) {
-    return sig == SIGWINCH || sig == SIGINT || sig == SIGQUIT || sig == SIGTSTP || sig == SIGCONT;
+    return sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT;
 }
 
 std::string format_relay(const Relay& r) { return r.hangup ? "hup" : "sig " + std::to_string(r.signal); }

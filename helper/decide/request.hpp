@@ -6,7 +6,7 @@
 // front -> supervisor, first message (with the jail's stdio as SCM_RIGHTS):
 //   "clihost-jail-request VERSION" NUL fields... (see format_request)
 // front -> supervisor, afterwards: "sig N" (a signal to relay to the jail's
-//   process group: WINCH, INT, QUIT, TSTP, CONT) or "hup" (end the jail).
+//   process group: WINCH, TSTP, CONT) or "hup" (end the jail).
 // supervisor -> front: "ok" (the jail started), "exit N" (its status),
 //   "retry" (the session jail is ending: attach to a new one), or
 //   "fail CODE MESSAGE" (refused; CODE is an exit code 1-4).

@@ -84,7 +84,7 @@ Status send_request(int sock, const HandoverRequest& req) {
 }
 
 // The signals a front relays (and so never obeys itself): the terminal's
-// (WINCH, INT, QUIT, TSTP, CONT) to the jail's process group; HUP and TERM
+// (WINCH, TSTP, CONT) to the jail's process group; HUP and TERM
 // (ttyd's hang-up) end the jail.
 sigset_t front_signals() {
     sigset_t set;
@@ -132,6 +132,9 @@ Result<Handover> hand_over(const SupervisorRecord& rec, const HandoverRequest& r
             signalfd_siginfo si{};
             while (::read(sigfd.get(), &si, sizeof si) == sizeof si) {
                 const int sig = static_cast<int>(si.ssi_signo);
+                // INT and QUIT are not relayed (an attach's terminal is raw
+                // while its client runs): the front only does not die of them.
+                if (sig == SIGINT || sig == SIGQUIT) continue;
                 const Relay relay{sig == SIGHUP || sig == SIGTERM, sig};
                 const std::string msg = format_relay(relay);
                 (void)::send(sock.value().get(), msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -671,7 +671,14 @@ Status read_report(int fd, int seconds) {
 sigset_t relayed_signals() {
     sigset_t set;
     sigemptyset(&set);
-    for (int s : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGCHLD, SIGWINCH, SIGTSTP, SIGCONT}) sigaddset(&set, s);
+    for (int s : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGCHLD}) sigaddset(&set, s);
+    return set;
+}
+
+sigset_t group_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGWINCH, SIGTSTP, SIGCONT}) sigaddset(&set, s);
     return set;
 }
 
@@ -715,7 +722,12 @@ void exec_jail(const Plan& plan, pid_t expected_parent) noexcept {
 }
 
 int supervise(pid_t child) {
-    const sigset_t set = relayed_signals();
+    // The terminal's signals a supervisor relays (group_signals) are waited
+    // for too: blocked only in a supervisor and the watchers it starts.
+    sigset_t set = relayed_signals();
+    const sigset_t group = group_signals();
+    for (int sig = 1; sig < NSIG; ++sig)
+        if (sigismember(&group, sig) == 1) sigaddset(&set, sig);
     int status = -1;
     bool reaped = false;
     std::time_t deadline = 0;  // set once a relayed signal was passed on
@@ -765,11 +777,11 @@ int supervise(pid_t child) {
         // on, and wake the child should something have stopped it; bwrap
         // dies, and --die-with-parent takes the whole jail with it (what it
         // leaves behind comes to us and is SIGKILLed above).
-        // WINCH/INT/QUIT/TSTP/CONT, relayed by a front through the
+        // WINCH/TSTP/CONT, relayed by a front through the
         // supervisor: to the jail's process group (the tmux client re-reads
         // its terminal's size; a one-off command gets its ^C, ^\\, ^Z), as
         // the terminal would send them to its foreground group.
-        if (sig == SIGWINCH || sig == SIGINT || sig == SIGQUIT || sig == SIGTSTP || sig == SIGCONT) {
+        if (sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT) {
             if (!reaped) ::kill(-child, sig);
             continue;
         }

@@ -55,6 +55,10 @@ inline constexpr int kNoServerStatus = 75;
 // so the session is always closed (not left open by a default-action death).
 Status block_relayed_signals();
 sigset_t relayed_signals();
+// WINCH, TSTP, CONT: what a front relays through its supervisor; a
+// connection jail's watcher sends them to the jail's process group. Blocked
+// by the supervisor (its children inherit the mask).
+sigset_t group_signals();
 
 // Everything below needs nothing but the plan: who to become, what to
 // exec, with which environment, and which socket directory to make.
@@ -84,7 +88,7 @@ Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, 
 // takes a session of its own, joins `join_netns` (plan.net ==
 // JailNet::tenant_empty; else -1), takes `limits` (the tenant's), closes
 // every other descriptor, and becomes the jail's watcher (the tenant), which
-// relays WINCH/INT/QUIT/TSTP/CONT to the jail's process group and ends the
+// relays WINCH/TSTP/CONT to the jail's process group and ends the
 // jail on HUP/TERM. Its exit status is the jail's. Returns its pid.
 Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int join_netns, const Rlimits& limits);
 

@@ -161,6 +161,8 @@ int serve_session(const SessionStart& s, int report_fd) {
     const RuntimeDir& dir = opened_dir.value();
     // Every signal we handle arrives on a descriptor (the event loop's).
     if (auto st = block_relayed_signals(); !st) return failed(st.error());
+    const sigset_t group = group_signals();
+    if (::sigprocmask(SIG_BLOCK, &group, nullptr) != 0) return failed(fail(Exit::internal, "sigprocmask failed"));
     const sigset_t handled = relayed_signals();
     const UniqueFd sigfd(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!sigfd.valid()) return failed(fail(Exit::internal, "signalfd failed"));
