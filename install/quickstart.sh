@@ -5,8 +5,9 @@
 # It installs the build and run dependencies (apt-get), builds, installs the
 # helper setuid root (4750 root:clihost) with its PAM service and an example
 # config, creates two demo tenants if missing (login shell nologin, cron/at
-# denied: no route around the jail, SECURITY.md), and shows from inside a
-# real jailed tmux session what a tenant sees.
+# denied: no route around the jail, SECURITY.md), starts a syslog daemon if
+# nothing listens on /dev/log (the audit lines' sink), and shows from inside
+# a real jailed tmux session what a tenant sees.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -73,6 +74,40 @@ if [ -x /usr/sbin/sshd ]; then
   if [ -d /run/systemd/system ] && systemctl is-active --quiet ssh; then systemctl reload ssh; fi
   ls -l /etc/ssh/sshd_config.d/clihost-jail.conf
 fi
+
+echo "== audit log: a syslog daemon on /dev/log"
+# Every launch and refusal writes an audit line to syslog (authpriv); check
+# fails and no jail is run while nothing reads /dev/log. Container images and
+# minimal VMs run no syslog daemon: start one, and say which. logger(1)
+# (bsdutils, always installed) sends one line the way the helper does
+# (datagram, then stream) and fails if nothing accepts it.
+syslog_listens() {
+  [ -S /dev/log ] && logger --socket-errors=on -u /dev/log -p user.info -t clihost-jail-quickstart \
+    "syslog check: audit lines can reach /dev/log" 2>/dev/null
+}
+if syslog_listens; then
+  echo "a syslog daemon already listens on /dev/log: left as it is"
+elif [ -d /run/systemd/system ] && systemctl start systemd-journald-dev-log.socket 2>/dev/null && syslog_listens; then
+  echo "started journald's syslog socket (systemd-journald-dev-log.socket): audit lines go to the journal"
+else
+  "$top/install/ensure-packages.sh" rsyslog
+  if [ -d /run/systemd/system ]; then
+    systemctl enable --now rsyslog.service
+    echo "enabled and started rsyslog.service: audit lines go to /var/log/auth.log"
+  else
+    # No init system to hand it to: rsyslogd forks into the background itself.
+    if pgrep -x rsyslogd >/dev/null; then
+      echo "quickstart: rsyslogd runs but nothing accepts lines on /dev/log (is its imuxsock module loaded?)" >&2
+    else
+      rsyslogd
+      for _ in $(seq 50); do syslog_listens && break; sleep 0.1; done
+      echo "started rsyslogd (pid $(pgrep -x rsyslogd)): audit lines go to /var/log/auth.log;" \
+           "this machine has no systemd, so start it again after a reboot (rsyslogd)"
+    fi
+  fi
+fi
+# If none listens even now, check below fails on its audit log line and the
+# demo does not run.
 
 echo "== clihost-jail check --user clihost-demo1"
 "$helper" check --user clihost-demo1

@@ -5,7 +5,12 @@
 # packaging, static analysis, sanitizers, fuzzing (short), benchmark (quick).
 #   BUILD_DIR=...       build directory (default: build/ci)
 #   CLIHOST_QUICK=1     unit + integration only (for fast local iteration)
+# At the end it prints where the time went: each ctest label against its
+# budget below, the slowest tests, the whole run against 40 minutes; then
+# ctest's own closing lines again. Its exit status is ctest's.
+# A test may skip where the host lacks a feature it needs (README, "Tests").
 set -euo pipefail
+started=$SECONDS
 cd "$(dirname "$0")/.."
 top=$(pwd)
 
@@ -19,7 +24,8 @@ packages=(build-essential cmake pkg-config libpam0g-dev libcap-ng-dev libspdlog-
           util-linux libpam-modules libpam-runtime passwd login
           openssh-server openssh-client  # test_routes.py: a real sshd, and check runs sshd -T
           slirp4netns nftables iproute2  # network = isolated, and test_network.py's own test hosts
-          runc bsdutils)  # test_containers.py: OCI bundles with Docker's defaults; script(1) is its ttyd
+          runc bsdutils  # test_containers.py: OCI bundles with Docker's defaults; script(1) is its ttyd
+          lintian)  # deb_package.sh: Debian's own verdict on the .deb
 "$top/install/ensure-packages.sh" "${packages[@]}"
 
 # Audit lines go to syslog (authpriv); the tests read them from auth.log.
@@ -46,5 +52,27 @@ cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_WER
   -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-test >/dev/null
 cmake --build "$build" -j"$(nproc)"
 
+# Each label's budget in seconds on the project's machine (2 cores): their
+# sum (37 minutes) and the build fit the whole command's 40 minutes.
+budgets="unit=60 integration=720 packaging=360 analysis=720 bench=180 systemd=180"
+run_budget=2400
+
 cd "$build"
-ctest --output-on-failure --timeout 900 ${CLIHOST_QUICK:+-L "unit|integration"}
+rm -f ctest-junit.xml
+set +e
+ctest --output-on-failure --timeout 900 --output-junit "$build/ctest-junit.xml" \
+  ${CLIHOST_QUICK:+-L "unit|integration"} 2>&1 | tee "$build/ctest-output.log"
+rc=${PIPESTATUS[0]}
+set -e
+
+ctest --show-only=json-v1 >"$build/ctest-tests.json" 2>/dev/null || true
+python3 "$top/tests/tools/time_report.py" "$build/ctest-junit.xml" "$build/ctest-tests.json" "$budgets" || true
+elapsed=$((SECONDS - started))
+if [ "$elapsed" -gt "$run_budget" ]; then
+  echo "== the whole test command: $((elapsed / 60)) min $((elapsed % 60)) s: OVER BUDGET ($((run_budget / 60)) min)"
+else
+  echo "== the whole test command: $((elapsed / 60)) min $((elapsed % 60)) s (budget $((run_budget / 60)) min)"
+fi
+echo "== ctest's result"
+sed -n '/tests passed, .* tests failed out of/,$p' "$build/ctest-output.log"
+exit "$rc"

@@ -146,6 +146,13 @@ Result<Unit> apply(Policy& p, std::string_view section, std::string_view key, st
             (key == "min_uid" ? p.min_uid : p.max_uid) = u.value();
             return ok_status();
         }
+        if (key == "refusal_delay_max") {
+            auto n = parse_id(v);
+            if (!n || n.value() > kMaxRefusalDelay)
+                return fail(Exit::host, "refusal_delay_max must be a number of seconds from 0 to 300");
+            p.refusal_delay_max = n.value();
+            return ok_status();
+        }
     } else if (section == "jail") {
         if (key == "bwrap") {
             if (!is_clean_absolute_path(v)) return fail(Exit::host, "bwrap must be a clean absolute path");

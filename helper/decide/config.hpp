@@ -43,6 +43,12 @@ struct Policy {
     std::string tenant_group{"clihost-tenants"};
     uid_t min_uid{1000};
     uid_t max_uid{60000};
+    // A refused attach of a tenant exits only after 1 s, doubling per
+    // refusal up to this many seconds (reset by a success), as login and
+    // sshd delay a failed login: a page that reconnects at once whenever
+    // its connection ends would otherwise make setuid runs, PAM checks and
+    // audit lines without end. 0: off. At most kMaxRefusalDelay.
+    unsigned refusal_delay_max{30};
     // [jail]
     std::string bwrap{"/usr/bin/bwrap"};
     ProcMode proc{ProcMode::private_only};
@@ -70,6 +76,8 @@ struct Policy {
     std::string pam_service{"clihost-jail"};
     bool pam_session{true};
 };
+
+inline constexpr unsigned kMaxRefusalDelay = 300;
 
 // Larger files are refused, by the reader and by the parser.
 inline constexpr std::size_t kMaxConfigBytes = std::size_t{64} * 1024;

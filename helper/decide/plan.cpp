@@ -6,6 +6,7 @@
 #include "decide/cli.hpp"
 #include "decide/net_plan.hpp"
 #include "decide/proc_decision.hpp"
+#include "decide/tenant_output.hpp"
 
 namespace clihost {
 namespace {
@@ -99,10 +100,11 @@ std::vector<std::string> build_environment(const Policy& policy, const Account& 
 }
 
 std::vector<std::string> tmux_command(const Account& tenant, JailAction action, std::string_view session) {
-    // tmux itself turns '.' and ':' in session names into '_'; doing it here
-    // keeps new-session -A and the exact-match kill target the same name.
-    std::string name(session);
-    std::replace(name.begin(), name.end(), '.', '_');
+    // tmux itself turns '.' into '_', which made the caller's x.y and x_y
+    // one session: '.' becomes '+' here, outside the caller's alphabet and
+    // kept by tmux (tmux_session_name), so distinct names stay distinct
+    // sessions and `list` gives the caller its own names back.
+    const std::string name = tmux_session_name(session);
     const std::string tmux(kTmux);
     const std::string socket = tmux_socket(tenant);
     switch (action) {

@@ -67,6 +67,7 @@ std::vector<std::string_view> words(std::string_view s) {
 }
 
 std::string record_name(uid_t uid) { return std::to_string(uid) + ".state"; }
+std::string refusals_name(uid_t uid) { return std::to_string(uid) + ".refused"; }
 
 }  // namespace
 
@@ -340,5 +341,25 @@ UniqueFd RuntimeDir::open_attach_netns(uid_t uid) const {
         return UniqueFd();
     return fd;
 }
+
+RefusalRecord RuntimeDir::read_refusals(uid_t uid) const {
+    UniqueFd fd(::openat(fd_.get(), refusals_name(uid).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) return {};
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) return {};
+    return parse_refusal_record(read_fd(fd.get(), 64)).value_or(RefusalRecord{});
+}
+
+void RuntimeDir::write_refusals(uid_t uid, const RefusalRecord& r) const {
+    // Best effort: a record that cannot be written costs only the delay's
+    // growth, never the refusal itself.
+    UniqueFd fd(::openat(fd_.get(), refusals_name(uid).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                         0600));
+    if (!fd.valid()) return;
+    const std::string text = format_refusal_record(r);
+    (void)!::write(fd.get(), text.data(), text.size());
+}
+
+void RuntimeDir::clear_refusals(uid_t uid) const { ::unlinkat(fd_.get(), refusals_name(uid).c_str(), 0); }
 
 }  // namespace clihost

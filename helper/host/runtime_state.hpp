@@ -16,6 +16,7 @@
 
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
+#include "decide/tenant_output.hpp"
 
 namespace clihost {
 
@@ -109,6 +110,13 @@ public:
     // the link replaced (atomically) whenever it names anything else.
     // Returns the directory's path.
     Result<std::string> pam_confdir(const std::string& service) const;
+
+    // A tenant's refused attaches (UID.refused, root's, 0600), for the
+    // refusal delay (refusal_delay, tenant_output.hpp): read (none or a
+    // malformed one: no failures), written in place, removed by a success.
+    RefusalRecord read_refusals(uid_t uid) const;
+    void write_refusals(uid_t uid, const RefusalRecord& r) const;
+    void clear_refusals(uid_t uid) const;
 
 private:
     explicit RuntimeDir(UniqueFd fd) : fd_(std::move(fd)) {}

@@ -108,14 +108,23 @@ int exit_status_of(int status);
 void write_report(int fd, const Status& st);
 Status read_report(int fd, int seconds);
 
-// Runs a client jail (list, kill) with its stdout captured; returns the
-// exit status and up to `max` bytes of output. Its stderr goes to ours with
-// `keep_stderr`, else nowhere.
+// Runs client jails (list, kill), all at once, each with its stdout and
+// stderr captured (up to `max` bytes each; more is read and dropped). Each
+// gets until `deadline_ms` from now (-1: no deadline) to end; one that has
+// not is SIGKILLed and reaped (timed_out). A jail that could not start has
+// status -1.
 struct Captured {
     int status{-1};
+    bool timed_out{false};
     std::string out;
+    std::string err;
 };
-Captured capture_jail(const Plan& plan, std::size_t max, bool keep_stderr = false);
+std::vector<Captured> capture_jails(const std::vector<const Plan*>& plans, std::size_t max, int deadline_ms);
+Captured capture_jail(const Plan& plan, std::size_t max, int deadline_ms = -1);
+
+// Every query of a tenant's tmux (list, kill) ends within this: a tenant's
+// hook that sleeps delays nobody past it.
+inline constexpr int kTenantQueryDeadlineMs = 2000;
 
 // Runs argv as the tenant (or as `creds` for check without a tenant) after
 // the full drop; returns the first line of its stdout ("" on failure).

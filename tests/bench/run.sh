@@ -382,7 +382,11 @@ pid_max=$(cat /proc/sys/kernel/pid_max)
 threads_max=$(cat /proc/sys/kernel/threads-max)
 userns_max=$(cat /proc/sys/user/max_user_namespaces)
 cg_pids=max
-for f in /sys/fs/cgroup/pids.max "/sys/fs/cgroup$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)/pids.max"; do
+# The pids controller of this process's cgroup: in the v2 hierarchy, or in
+# v1's pids hierarchy (hosts differ: tests/integration/conftest.py,
+# cgroup_controllers).
+for f in "/sys/fs/cgroup$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)/pids.max" \
+         "/sys/fs/cgroup/pids$(awk -F: '$2=="pids"{print $3}' /proc/self/cgroup)/pids.max" /sys/fs/cgroup/pids.max; do
     [[ -r $f ]] && { cg_pids=$(cat "$f"); break; }
 done
 log "limits: RLIMIT_NPROC(root)=$nproc_lim pid_max=$pid_max threads-max=$threads_max" \

@@ -8,7 +8,13 @@
   goes through; `start_as` starts such a child, `spawn` runs one to its end;
 - the audit-log reader: `log_lines` (and `Host.audit_lines`, `pid_lines`);
 - the process scanner: `pids` (and `proc_state`, `proc_status`,
-  `proc_children`, `proc_exe`).
+  `proc_children`, `proc_exe`, `awaiting_init`);
+- the host's features, probed where a suite needs them: `tiocsti_for_all`
+  (dev.tty.legacy_tiocsti), `cgroup_controllers` and `cgroup_missing` (the
+  cgroup layout, which v1/v2 controllers exist and are writable, a freezer),
+  and the test set-up the default policy (network = isolated) needs
+  (`network_setup_missing`: /dev/net/tun 0666, the group, the rules), which
+  tests/run.sh makes.
 
 Every name the suites create starts with "ctj"; everything is removed after.
 """
@@ -22,6 +28,7 @@ import pwd
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import termios
@@ -35,6 +42,7 @@ BUILD_BIN = os.environ.get("CLIHOST_JAIL_BUILD_BIN", os.path.join(REPO, "build",
 TEST_CONFIG = os.environ.get("CLIHOST_JAIL_TEST_CONFIG", "/etc/clihost-jail-test/jail.conf")
 RUNTIME_DIR = os.environ.get("CLIHOST_JAIL_TEST_RUNTIME_DIR", "/run/clihost-jail-test")
 AUTH_LOG = "/var/log/auth.log"
+PAM_TARGET = "/etc/pam.d/clihost-jail"  # the harness installs the repo's service here
 
 EXEC_GROUP = "ctj-exec"        # group of the setuid binary (mode 4750)
 TENANT_GROUP = "ctj-tenants"
@@ -47,6 +55,8 @@ NON_TENANT = "ctj-carol"
 # What a child started by the harness gets unless a test says otherwise.
 DEFAULT_ENV = {"PATH": "/usr/bin:/bin"}
 
+# refusal_delay_max = 0: the refusal delay is off but where a test turns it
+# on (test_clihost_proxy.py); the suites make many refusals on purpose.
 BASE_CONFIG = f"""[callers]
 users = {PROXY}
 groups =
@@ -54,6 +64,7 @@ groups =
 group = {TENANT_GROUP}
 min_uid = 1000
 max_uid = 60000
+refusal_delay_max = 0
 [jail]
 allow_caller_command = true
 shell = /usr/bin/bash
@@ -246,6 +257,24 @@ def pids(uid=None, exe=None, comm=None, live=False):
     return out
 
 
+# How long init may take to reap an orphan: this VM's init reaps lazily
+# (defunct processes linger up to 3 s); most inits reap at once.
+INIT_REAP_WAIT = 10.0
+
+
+def awaiting_init(pid):
+    """An exited orphan that init has yet to reap: a zombie whose parent is
+    pid 1. Where init reaps lazily (this VM's init: up to 3 s) it lingers;
+    it runs nothing and holds nothing but its pid. A zombie whose parent
+    still runs is not one (that parent has not reaped it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state, ppid = f.read().rsplit(")", 1)[1].split()[:2]
+    except OSError:
+        return True  # gone
+    return state in ("Z", "X") and ppid == "1"
+
+
 def wait_until(pred, timeout=10.0, step=0.05):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -302,11 +331,13 @@ class Host:
         _make_root_dir(self.conf_dir)
         _make_root_dir(self.variants)
         self._write(TEST_CONFIG, BASE_CONFIG)
-        pam_target = "/etc/pam.d/clihost-jail"
-        if os.path.exists(pam_target):
-            self._pam_backup = open(pam_target).read()
-        shutil.copy(os.path.join(REPO, "pam", "clihost-jail"), pam_target)
-        os.chmod(pam_target, 0o644)
+        # An installed service (the quickstart's, the package's conffile) is
+        # kept whole, bytes, mode and owner, and put back; none is removed.
+        if os.path.lexists(PAM_TARGET):
+            st = os.lstat(PAM_TARGET)
+            self._pam_backup = (open(PAM_TARGET, "rb").read(), st.st_mode & 0o7777, st.st_uid, st.st_gid)
+        shutil.copy(os.path.join(REPO, "pam", "clihost-jail"), PAM_TARGET)
+        os.chmod(PAM_TARGET, 0o644)
 
     def add_tenant(self, name, home_mode=0o750):
         _delete_user(name)
@@ -334,9 +365,15 @@ class Host:
             sh("groupdel", g, check=False)
         shutil.rmtree(self.prefix, ignore_errors=True)
         shutil.rmtree(self.conf_dir, ignore_errors=True)
-        if self._pam_backup is not None:
-            with open("/etc/pam.d/clihost-jail", "w") as f:
-                f.write(self._pam_backup)
+        if self._pam_backup is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(PAM_TARGET)
+        else:
+            data, mode, uid, gid = self._pam_backup
+            with open(PAM_TARGET, "wb") as f:
+                f.write(data)
+            os.chown(PAM_TARGET, uid, gid)
+            os.chmod(PAM_TARGET, mode)
 
     def _write(self, path, text):
         with open(path, "w") as f:
@@ -436,7 +473,20 @@ class Host:
         return out
 
     def wait_gone(self, user, timeout=5.0):
-        return wait_until(lambda: not self.processes_of(user), timeout)
+        """Every process of user has ended: none runs, and none is a zombie
+        that a live process of ours (the helper, bwrap) failed to reap; an
+        orphan that init has yet to reap counts as gone (awaiting_init).
+        Then, not asserted, it gives init up to INIT_REAP_WAIT to reap those,
+        so that the next test starts with no process of user at all."""
+        gone = wait_until(lambda: all(awaiting_init(p) for p in self.processes_of(user)), timeout)
+        if gone:
+            self.wait_reaped(user)
+        return gone
+
+    def wait_reaped(self, user, timeout=None):
+        """No process of user is left at all, zombies awaiting init included
+        (bounded by INIT_REAP_WAIT: init's pace is the host's)."""
+        return wait_until(lambda: not self.processes_of(user), INIT_REAP_WAIT if timeout is None else timeout)
 
 
 class HostFiles:
@@ -555,11 +605,141 @@ def new_session():
     return "t" + uuid.uuid4().hex[:12]
 
 
+# --- the host's features ---------------------------------------------------------
+# A test may skip only where the host lacks a feature, and then names it
+# (pytest.skip(reason)); where the feature exists it runs its real assertion.
+
+LEGACY_TIOCSTI = "/proc/sys/dev/tty/legacy_tiocsti"
+
+
+def tiocsti_for_all():
+    """None where the kernel lets an unprivileged process push input into its
+    own terminal with TIOCSTI (no dev.tty.legacy_tiocsti, as before Linux 6.2,
+    or it is 1); else the kernel's reason. Where it is 0 the kernel refuses
+    TIOCSTI without CAP_SYS_ADMIN (EIO), so a positive control showing that
+    TIOCSTI would work from a tenant cannot run; the jail's seccomp filter
+    still refuses it first, with EPERM."""
+    try:
+        with open(LEGACY_TIOCSTI) as f:
+            value = f.read().strip()
+    except FileNotFoundError:
+        return None
+    if value == "1":
+        return None
+    return (f"dev.tty.legacy_tiocsti = {value}: this kernel refuses TIOCSTI to every process without "
+            "CAP_SYS_ADMIN, so unjailed TIOCSTI cannot be shown to work")
+
+
+def _mountinfo():
+    """(mount point, root within its filesystem, fstype, super options) of
+    each mount this process sees."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, right = line.split(" - ", 1)
+            fields, rest = left.split(), right.split()
+            out.append((fields[4].replace("\\040", " "), fields[3], rest[0], rest[2].split(",")))
+    return out
+
+
+def _cgroup_dir(mount_point, mount_root, path):
+    if mount_root != "/" and (path == mount_root or path.startswith(mount_root + "/")):
+        path = path[len(mount_root):]
+    return os.path.normpath(mount_point + "/" + path.lstrip("/"))
+
+
+def cgroup_writable(path):
+    """A child cgroup can be made under path (made and removed at once)."""
+    probe = os.path.join(path, f"ctj-probe-{uuid.uuid4().hex[:8]}")
+    try:
+        os.mkdir(probe)
+    except OSError:
+        return False
+    os.rmdir(probe)
+    return True
+
+
+def cgroup_controllers():
+    """The cgroup controllers of the cgroup this process runs in:
+    {name: (version, directory)}, v1 hierarchies and the v2 one. "freezer" is
+    v1's controller or, in v2, the cgroup.freeze file every non-root cgroup
+    has (Linux >= 5.2). Whether each can be written: cgroup_writable(dir)."""
+    mounts = _mountinfo()
+    out = {}
+    with open("/proc/self/cgroup") as f:
+        lines = [l.rstrip("\n").split(":", 2) for l in f if l.strip()]
+    for hid, names, path in lines:
+        if hid == "0":
+            m = next((m for m in mounts if m[2] == "cgroup2"), None)
+            if m is None:
+                continue
+            d = _cgroup_dir(m[0], m[1], path)
+            try:
+                with open(os.path.join(d, "cgroup.controllers")) as f:
+                    v2 = f.read().split()
+            except OSError:
+                v2 = []
+            for name in v2:
+                out[name] = (2, d)
+            if os.path.exists(os.path.join(d, "cgroup.freeze")):
+                out.setdefault("freezer", (2, d))
+            continue
+        for name in names.split(","):
+            if not name or name.startswith("name="):
+                continue
+            m = next((m for m in mounts if m[2] == "cgroup" and name in m[3]), None)
+            if m is not None:
+                out[name] = (1, _cgroup_dir(m[0], m[1], path))
+    return out
+
+
+def cgroup_missing(*names):
+    """None when each named controller exists for this process and a child
+    cgroup can be made under it; else the host's reason, for pytest.skip."""
+    found = cgroup_controllers()
+    for name in names:
+        if name not in found:
+            return (f"no cgroup {name} controller for this process (v1 hierarchies and v2 controllers here: "
+                    f"{', '.join(sorted(found)) or 'none'})")
+        version, d = found[name]
+        if not cgroup_writable(d):
+            return f"the cgroup v{version} {name} controller at {d} is not writable here (no child cgroup can be made)"
+    return None
+
+
+TUN = "/dev/net/tun"
+NET_GROUP = "clihost-jail-net"
+
+
+def network_setup_missing():
+    """What the default policy (network = isolated) needs of the test host and
+    tests/run.sh sets up, as udev, the quickstart and the .deb do on a real
+    host; None when all is there. Not a host feature: a suite started without
+    that set-up fails with this, not with every jail's own refusal."""
+    missing = []
+    try:
+        mode = stat.S_IMODE(os.stat(TUN).st_mode)
+        if mode & 0o006 != 0o006:
+            missing.append(f"{TUN} is mode {mode:04o}, not 0666 (slirp4netns opens it as the tenant)")
+    except FileNotFoundError:
+        missing.append(f"no {TUN} (mknod -m 0666 {TUN} c 10 200)")
+    try:
+        grp.getgrnam(NET_GROUP)
+    except KeyError:
+        missing.append(f"no group {NET_GROUP}")
+    if subprocess.run(["nft", "list", "table", "inet", "clihost_jail"], capture_output=True).returncode != 0:
+        missing.append("the host-address rules are not loaded (nft -f install/nftables/clihost-jail.nft)")
+    return "; ".join(missing) or None
+
+
 @pytest.fixture(scope="session")
 def host():
     if os.geteuid() != 0:
         pytest.fail("integration tests must run as root")
     assert os.path.exists(BUILD_BIN), f"build the helper first: {BUILD_BIN}"
+    missing = network_setup_missing()
+    if missing:
+        pytest.fail(f"the test host lacks tests/run.sh's set-up for network = isolated: {missing}")
     # One suite at a time on a machine: they share the test users, the PAM
     # service and the compiled-in test config path.
     with open("/run/ctj-integration.lock", "w") as lock:

@@ -7,6 +7,7 @@ import os
 import pwd
 import shlex
 import shutil
+import tempfile
 import time
 import uuid
 
@@ -14,7 +15,7 @@ import pytest
 
 from attackutil import INSIDE, Guard, _cc, assert_inside, guard, payloads, pids_named, snapshot, spawn, start_jail, \
     wait_until  # noqa: F401 (fixtures)
-from conftest import PROXY, new_session, proc_status
+from conftest import PROXY, new_session, proc_status, tiocsti_for_all
 from ptyutil import PtyProcess
 
 
@@ -222,12 +223,43 @@ except OSError as e:
 """
 
 
+def test_without_the_jail_tiocsti_injects_input(host):
+    """Positive control for the test below: the same probe, run by the
+    caller itself in the same terminal set-up without the helper, pushes
+    `touch MARKER` into the terminal, and the caller's shell runs it. Needs a
+    kernel that allows TIOCSTI without CAP_SYS_ADMIN (dev.tty.legacy_tiocsti
+    = 1, or a kernel before 6.2); where it does not, the test below still
+    runs (the filter's EPERM comes before the kernel's own EIO)."""
+    why = tiocsti_for_all()
+    if why:
+        pytest.skip(why)
+    d = tempfile.mkdtemp(prefix="ctj-tiocsti-control-", dir="/tmp")
+    os.chmod(d, 0o1777)
+    marker = os.path.join(d, "injected")
+    probe = "python3 -c " + shlex.quote(TIOCSTI % marker.encode().decode())
+    t = PtyProcess(["/bin/sh", "-c", f"{probe}; echo PROBE_DONE; read -r line; eval \"$line\"; echo GOT:[$line]"],
+                   user=PROXY)
+    try:
+        assert t.wait_for("GOT:[", 15), t.output()
+        t.wait(10)
+    finally:
+        t.close()
+    try:
+        assert "TIOCSTI accepted" in t.output(), t.output()
+        assert f"GOT:[touch {marker}]" in t.output(), t.output()
+        assert os.path.exists(marker)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def test_tiocsti_cannot_inject_input_into_the_callers_terminal(host, alice, guard):
     """The caller's shell runs the helper in its terminal, then reads and
     runs the next line typed into that terminal, as a shell would. The jail
-    shares the caller's controlling terminal (tmux needs SIGWINCH) and this
-    kernel allows TIOCSTI (dev.tty.legacy_tiocsti=1): only the helper's
-    seccomp filter stands between the jail and the caller's shell."""
+    shares the caller's controlling terminal (tmux needs SIGWINCH); where the
+    kernel allows TIOCSTI (dev.tty.legacy_tiocsti=1; the control above) only
+    the helper's seccomp filter stands between the jail and the caller's
+    shell, and where it does not the filter still refuses first: EPERM, not
+    the kernel's EIO."""
     marker = os.path.join(guard.ww_canary, "tiocsti-ran-outside")
     s = new_session()
     jail = shlex.join(host.jail(alice, "python3 -c " + shlex.quote(TIOCSTI % marker.encode().decode()), session=s))

@@ -35,7 +35,8 @@ import uuid
 
 import pytest
 
-from conftest import BUILD_BIN, REPO, TEST_CONFIG, log_lines, logged_at, pids, sh, wait_until
+from conftest import (BUILD_BIN, REPO, TEST_CONFIG, cgroup_controllers, cgroup_missing, cgroup_writable, log_lines,
+                      logged_at, pids, sh, wait_until)
 from ptyutil import PtyProcess
 
 RUNC = shutil.which("runc") or "/usr/sbin/runc"
@@ -58,6 +59,7 @@ groups =
 group = {TENANT_GROUP}
 min_uid = 1000
 max_uid = 60000
+refusal_delay_max = 0
 [jail]
 allow_caller_command = true
 shell = /usr/bin/bash
@@ -336,6 +338,21 @@ class Container:
                                              PROXY_UID, ()))
 
 
+def runc_cgroup_missing():
+    """runc puts each container in a cgroup of its own under this process's:
+    on a v1 host in each hierarchy, the devices one enforcing the spec's
+    device rules; on a v2-only host in the unified hierarchy (device rules as
+    eBPF). None where it can make one; else the host's reason."""
+    found = cgroup_controllers()
+    if any(version == 1 for version, _ in found.values()):
+        return cgroup_missing("devices")
+    unified = {d for version, d in found.values() if version == 2}
+    if not unified:
+        return "this process is in no cgroup hierarchy with a controller runc could use"
+    d = unified.pop()
+    return None if cgroup_writable(d) else f"the cgroup v2 directory {d} is not writable here (no child cgroup)"
+
+
 @pytest.fixture(scope="module")
 def world():
     """Docker's profiles and the image layer, built once; the integration
@@ -344,6 +361,9 @@ def world():
         pytest.fail("the container suite must run as root")
     assert os.path.exists(BUILD_BIN), f"build the helper first: {BUILD_BIN}"
     assert os.access(RUNC, os.X_OK), "runc is part of the test host (tests/run.sh installs it)"
+    why = runc_cgroup_missing()
+    if why:
+        pytest.skip(f"runc cannot give a container its cgroup: {why}")
     # The lower layer is the filesystem mounted on "/" alone (overlayfs does
     # not follow submounts): the image's programs must be on it.
     assert not any(os.path.ismount(d) for d in ("/usr", "/etc", "/var")), "needs /usr, /etc and /var on /'s filesystem"

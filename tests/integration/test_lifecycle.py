@@ -123,6 +123,9 @@ def test_exit_status_of_the_jailed_command_is_returned(host, alice):
 def test_no_process_of_the_jail_outlives_the_helper(host, alice):
     # The waiting parent is the jail's subreaper: when it returns (and closes
     # the PAM session) bwrap's pid 1 has been reaped too, not left to init.
+    # Start from none at all: earlier tests' SIGKILLs leave orphans to init,
+    # which may reap them seconds later (INIT_REAP_WAIT).
+    assert host.wait_reaped(alice), host.processes_of(alice)
     for _ in range(5):
         r = host.run_as(PROXY, host.jail(alice, "true"))
         assert r.returncode == 0, r.stderr

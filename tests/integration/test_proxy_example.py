@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -69,15 +70,29 @@ class ArgvBuilders(unittest.TestCase):
 
     def test_stop_and_list_argv_are_the_documented_commands(self):
         self.assertEqual(px.stop_argv(H, "alice"), [H, "stop", "--user", "alice"])
-        self.assertEqual(px.list_argv(H), [H, "list"])
-        self.assertEqual(px.list_argv(H, "alice", via_sudo=True), ["/usr/bin/sudo", "-n", H, "list", "--user", "alice"])
+        self.assertEqual(px.list_argv(H), [H, "list", "--json"])
+        self.assertEqual(px.list_argv(H, "alice", via_sudo=True),
+                         ["/usr/bin/sudo", "-n", H, "list", "--json", "--user", "alice"])
         with self.assertRaises(ValueError):
             px.stop_argv(H, "-rf")
 
-    def test_list_output_is_parsed(self):
-        text = ("tenant=alice uid=1001 supervisor=42 started=2026-12-03T12:00:00Z sessions=main,dev\n"
-                "tenant=bob uid=1002 supervisor=43 started=2026-12-03T12:00:01Z sessions=-\n")
-        self.assertEqual(px.parse_list(text), {"alice": ["main", "dev"], "bob": []})
+    LIST = ('{"tenant": "alice", "uid": 1001, "supervisor": 42, "started": "2026-12-03T12:00:00Z", '
+            '"sessions": ["main", "dev", "zz\\\\x20tenant\\\\x3dB"], "sessions_state": "listed"}\n'
+            '{"tenant": "bob", "uid": 1002, "supervisor": 43, "started": "2026-12-03T12:00:01Z", '
+            '"sessions": null, "sessions_state": "no-answer"}\n')
+
+    def test_list_json_is_parsed(self):
+        self.assertEqual(px.parse_list(self.LIST),
+                         {"alice": ["main", "dev", "zz\\x20tenant\\x3dB"], "bob": None})
+
+    def test_a_tenant_listed_twice_is_refused(self):
+        # The helper writes each session jail once: a second entry is forged.
+        forged = self.LIST + self.LIST.splitlines(True)[0]
+        with self.assertRaises(ValueError) as e:
+            px.parse_list(forged)
+        self.assertEqual(str(e.exception), "tenant 'alice' listed twice")
+        with self.assertRaises(ValueError):
+            px.parse_list('{"tenant": "a", "sessions": "x"}\n')
 
     def test_helper_path_is_configurable(self):
         self.assertEqual(px.kill_argv("/opt/cj", "bob", "x")[0], "/opt/cj")
@@ -153,6 +168,80 @@ class Running(unittest.TestCase):
                             "--session=-rf"], capture_output=True, text=True, check=False)
         self.assertEqual(r.returncode, 2)
         self.assertIn("invalid session name", r.stderr)
+
+
+class FindTtyd(unittest.TestCase):
+    """Where the example proxy finds ttyd (Debian 12 has no ttyd package):
+    --ttyd, else $CLIHOST_TTYD, else ttyd on PATH; missing, a message that
+    says where to get it."""
+
+    def setUp(self):
+        self.dir = pathlib.Path(tempfile.mkdtemp())
+        self.bin = self.dir / "bin"
+        self.bin.mkdir()
+        self.on_path = write_script(self.bin / "ttyd", "exit 0\n")
+        self.other = write_script(self.dir / "my-ttyd", "exit 0\n")
+        self.empty = self.dir / "empty"
+        self.empty.mkdir()
+
+    def tearDown(self):
+        subprocess.run(["rm", "-rf", str(self.dir)], check=True)
+
+    def test_the_option_then_the_environment_then_path(self):
+        env = {"PATH": str(self.bin), px.TTYD_ENV: self.other}
+        self.assertEqual(px.find_ttyd(self.on_path, env={"PATH": str(self.empty), px.TTYD_ENV: self.other}),
+                         self.on_path)
+        self.assertEqual(px.find_ttyd(None, env=env), self.other)
+        self.assertEqual(px.find_ttyd(None, env={"PATH": f"{self.empty}:{self.bin}"}), self.on_path)
+        # a name given to --ttyd is looked up on PATH
+        self.assertEqual(px.find_ttyd("ttyd", env={"PATH": str(self.bin)}), self.on_path)
+
+    def test_a_missing_ttyd_is_named_with_where_to_get_one(self):
+        with self.assertRaises(px.TtydNotFound) as e:
+            px.find_ttyd(None, env={"PATH": str(self.empty)})
+        msg = str(e.exception)
+        self.assertTrue(msg.startswith(f"ttyd not found: no --ttyd, no ${px.TTYD_ENV}, and no ttyd on PATH "
+                                       f"({self.empty}); Debian 12 has no ttyd package"), msg)
+        self.assertIn("https://github.com/tsl0922/ttyd/releases", msg)
+        # An explicit one that is not there is an error, not a fall-back to PATH.
+        for explicit, env, named in [(str(self.dir / "nope"), {"PATH": str(self.bin)}, "--ttyd"),
+                                     (None, {"PATH": str(self.bin), px.TTYD_ENV: str(self.dir / "nope")},
+                                      "$" + px.TTYD_ENV)]:
+            with self.subTest(named=named), self.assertRaises(px.TtydNotFound) as e:
+                px.find_ttyd(explicit, env=env)
+            self.assertTrue(str(e.exception).startswith(
+                f"ttyd not found: {named} {self.dir / 'nope'}: no executable file there; "), str(e.exception))
+        # Not executable is not found either.
+        plain = self.dir / "plain"
+        plain.write_text("")
+        with self.assertRaises(px.TtydNotFound):
+            px.find_ttyd(str(plain), env={"PATH": str(self.bin)})
+
+    def test_launch_without_ttyd_fails_before_making_anything(self):
+        run = self.dir / "run"
+        saved = os.environ.get("PATH")
+        os.environ["PATH"] = str(self.empty)
+        try:
+            with self.assertRaises(px.TtydNotFound):
+                px.launch_terminal("alice", "main", helper=H, socket_dir=str(run))
+        finally:
+            os.environ["PATH"] = saved
+        self.assertFalse(run.exists())
+
+    def test_the_cli_finds_ttyd_and_says_when_it_cannot(self):
+        script = str(REPO / "install" / "clihost" / "proxy_example.py")
+        argv = [sys.executable, script, "--helper", "/x/cj", "--dry-run", "terminal", "--user", "alice",
+                "--session", "main"]
+        r = subprocess.run(argv, capture_output=True, text=True, check=False, env={"PATH": str(self.empty)})
+        self.assertEqual(r.returncode, 1, r)
+        self.assertTrue(r.stderr.startswith("proxy_example: ttyd not found: no --ttyd, no $CLIHOST_TTYD"), r.stderr)
+        self.assertIn("tsl0922/ttyd/releases", r.stderr)
+        # Control: the same with ttyd on PATH, and with $CLIHOST_TTYD.
+        for env, ttyd in [({"PATH": str(self.bin)}, self.on_path),
+                          ({"PATH": str(self.empty), "CLIHOST_TTYD": self.other}, self.other)]:
+            r = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+            self.assertEqual(r.returncode, 0, r)
+            self.assertTrue(r.stdout.startswith(f"{ttyd} --interface /run/clihost/alice@main.sock "), r.stdout)
 
 
 class SocketDir(unittest.TestCase):
@@ -266,6 +355,9 @@ class TtydStandIn(unittest.TestCase):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        # Stand-in ttyds a killed proxy left (their pids, by command line).
+        for pid in self.ttyds(str(self.dir / "run" / "alice@main.sock")):
+            os.kill(pid, 9)
         subprocess.run(["rm", "-rf", str(self.dir)], check=True)
 
     def ttyd(self, *args):
@@ -318,6 +410,79 @@ class TtydStandIn(unittest.TestCase):
         p = self.ttyd("-i", str(path), "/bin/true")
         self.assertTrue(px.wait_listening(p, str(path)))
         self.assertTrue(stat.S_ISSOCK(os.lstat(path).st_mode))
+
+    def proxy(self, run, helper, ttyd, session="main"):
+        """The example proxy's own `terminal` action, as a process."""
+        script = str(REPO / "install" / "clihost" / "proxy_example.py")
+        p = subprocess.Popen([sys.executable, script, "--helper", helper, "--ttyd", ttyd, "--socket-dir", str(run),
+                              "terminal", "--user", "alice", "--session", session], stdin=subprocess.DEVNULL)
+        self.procs.append(p)
+        return p
+
+    def ttyds(self, sock):
+        """The live stand-in ttyds serving SOCK (by their command lines)."""
+        out = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                argv = pathlib.Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if str(FAKE_TTYD).encode() in argv and sock.encode() in argv and self.alive(int(name)):
+                out.append(int(name))
+        return out
+
+    @staticmethod
+    def alive(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except OSError:
+            return False
+
+    def wait(self, pred, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while not pred() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return pred()
+
+    def test_a_restarted_proxy_ends_the_ttyd_it_started_before_and_sigterm_ends_its_own(self):
+        run = self.dir / "run"
+        sock = str(run / "alice@main.sock")
+        helper = write_script(self.dir / "helper", "exec /bin/sh\n")
+        ttyd = write_script(self.dir / "ttyd", f'exec {sys.executable} {FAKE_TTYD} "$@"\n')
+        first = self.proxy(run, helper, ttyd)
+        self.assertTrue(self.wait(lambda: len(self.ttyds(sock)) == 1 and self._answers(sock)))
+        [old] = self.ttyds(sock)
+        # The proxy dies without a word (SIGKILL): its ttyd lives on, still
+        # serving the path (the control: what a restart must deal with).
+        first.kill()
+        first.wait()
+        time.sleep(0.3)
+        self.assertEqual(self.ttyds(sock), [old])
+        second = self.proxy(run, helper, ttyd)
+        self.assertTrue(self.wait(lambda: [p for p in self.ttyds(sock) if p != old] and self._answers(sock)))
+        # The old one was ended before the new one started: never two on one path.
+        time.sleep(0.5)
+        running = self.ttyds(sock)
+        self.assertEqual(len(running), 1, running)
+        self.assertNotIn(old, running)
+        new = running[0]
+        self.assertTrue(self._answers(sock))  # not unlinked by the old one's exit
+        # SIGTERM (systemd's stop, a restart): the proxy ends its ttyd first.
+        second.terminate()
+        self.assertEqual(second.wait(15), 0)
+        self.assertTrue(self.wait(lambda: not self.alive(new)))
+        self.assertFalse(os.path.lexists(sock))
+        self.assertFalse(os.path.lexists(run / "alice@main.pid"))
+
+    @staticmethod
+    def _answers(sock):
+        try:
+            return px.http_get(sock, "/", timeout=2)[0] == 200
+        except OSError:
+            return False
 
     def test_the_proxy_drives_a_terminal_over_the_socket_and_delete_removes_it(self):
         run = self.dir / "run"

@@ -17,6 +17,7 @@ TEST(Config, EmptyFileGivesDesignDefaults) {
     EXPECT_EQ(d.tenant_group, "clihost-tenants");
     EXPECT_EQ(d.min_uid, 1000u);
     EXPECT_EQ(d.max_uid, 60000u);
+    EXPECT_EQ(d.refusal_delay_max, 30u);  // on by default (issue 23)
     EXPECT_EQ(d.bwrap, "/usr/bin/bwrap");
     EXPECT_EQ(d.proc, ProcMode::private_only);
     EXPECT_EQ(d.ro_bind, (std::vector<std::string>{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc",
@@ -59,7 +60,7 @@ session = true
 
 TEST(Config, EveryKeyIsApplied) {
     auto p = parse_config(
-        "[callers]\nusers = proxy, web\ngroups =\n[tenants]\ngroup = t\nmin_uid = 5000\nmax_uid = 6000\n"
+        "[callers]\nusers = proxy, web\ngroups =\n[tenants]\ngroup = t\nmin_uid = 5000\nmax_uid = 6000\nrefusal_delay_max = 7\n"
         "[jail]\nbwrap = /opt/bw/bwrap\nproc = private-or-hidepid\nro_bind = /usr\ntmpfs = /tmp\n"
         "tmpfs_size = 1G\nallow_caller_command = true\nnested_sandbox = true\nnetwork = host\nextra_env = TERM\n[pam]\n"
         "service = other\nsession = false\n");
@@ -70,6 +71,7 @@ TEST(Config, EveryKeyIsApplied) {
     EXPECT_EQ(v.tenant_group, "t");
     EXPECT_EQ(v.min_uid, 5000u);
     EXPECT_EQ(v.max_uid, 6000u);
+    EXPECT_EQ(v.refusal_delay_max, 7u);
     EXPECT_EQ(v.bwrap, "/opt/bw/bwrap");
     EXPECT_EQ(v.proc, ProcMode::private_or_hidepid);
     EXPECT_EQ(v.ro_bind, std::vector<std::string>{"/usr"});
@@ -121,6 +123,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"NegativeUid", "[tenants]\nmin_uid = -1\n", "config line 2: expected a uid number"},
         BadConfig{"UidSentinel", "[tenants]\nmax_uid = 4294967295\n", "config line 2: expected a uid number"},
         BadConfig{"UidJunk", "[tenants]\nmax_uid = 12ab\n", "config line 2: expected a uid number"},
+        BadConfig{"RefusalDelayTooLong", "[tenants]\nrefusal_delay_max = 301\n",
+                  "config line 2: refusal_delay_max must be a number of seconds from 0 to 300"},
+        BadConfig{"RefusalDelayJunk", "[tenants]\nrefusal_delay_max = 1s\n",
+                  "config line 2: refusal_delay_max must be a number of seconds from 0 to 300"},
         BadConfig{"LdPreloadPassThrough", "[jail]\nextra_env = LD_PRELOAD\n", "config line 2: variable 'LD_PRELOAD' may not be passed through"},
         BadConfig{"TtydPasswordPassThrough", "[jail]\nextra_env = TERM TTYD_PASSWORD\n", "config line 2: variable 'TTYD_PASSWORD' may not be passed through"},
         BadConfig{"PasswordSecretPassThrough", "[jail]\nextra_env = PASSWORD_SECRET_KEY\n", "config line 2: variable 'PASSWORD_SECRET_KEY' may not be passed through"},

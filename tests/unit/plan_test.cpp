@@ -418,7 +418,7 @@ TEST(Plan, KillTargetsTheExactSessionOnTheTenantSocket) {
     const auto& a = p.value().argv;
     EXPECT_EQ(std::vector<std::string>(a.end() - 11, a.end()),
               (std::vector<std::string>{"/usr/bin/tmux", "-N", "-S", "/home/alice/.cache/tmux/clihost.sock",
-                                        "kill-session", "-t", "=dev_1", ";", "list-sessions", "-F",
+                                        "kill-session", "-t", "=dev+1", ";", "list-sessions", "-F",
                                         "#{session_name}"}));
 }
 
