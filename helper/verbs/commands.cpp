@@ -263,7 +263,7 @@ int hand_to_supervisor(const Prepared& p, const StartState& start, const Account
         if (attempt > 0 || !session_jail_ended(jail.value(), 5000))
             return refuse(fail(Exit::host, "the supervisor " + std::to_string(jail.value().pid) +
                                                " closed the connection and still runs"));
-        log::audit("warn", "the session jail ended as this connection arrived; starting a new one");
+        log::audit("warn", "the session jail ended as this connection arrived; attaching to a new one");
         if (auto st = attach_allowed(p, &db); !st) return refuse(st.error());
     }
 }
