@@ -326,7 +326,14 @@ def session_closed_counts(since_bytes):
     return counts
 
 
-@pytest.mark.parametrize("ender", ["stop", "exit"])
+@pytest.mark.parametrize("ender", [
+    # Known open (issue 22): in some round a connection racing `stop` shows a
+    # shell while no record names a supervisor (not yet explained: a jail
+    # seen in the window between the record's removal and its end, or one
+    # started outside the record). strict: it fails the suite once it passes.
+    pytest.param("stop", marks=pytest.mark.xfail(strict=True, reason="open: a shell without a record after a "
+                                                                     "connection races stop (issue 22)")),
+    "exit"])
 def test_a_session_jail_ending_as_a_connection_arrives_leaves_a_jail_that_outlives_it(host, alice, terms, ender):
     """The session jail ends (`stop`, or `exit` in its last shell) just as a
     second connection arrives, RACE_ROUNDS times. Whatever the second
