@@ -160,10 +160,6 @@ std::vector<std::string> render_bwrap_argv(const Plan& plan) {
     if (plan.net == JailNet::none || plan.net == JailNet::isolated) a.emplace_back("--unshare-net");
     if (plan.net == JailNet::isolated)
         a.insert(a.end(), {"--info-fd", std::to_string(kInfoFd), "--block-fd", std::to_string(kBlockFd)});
-    // An attach jail's command (the tmux client) runs only once the root
-    // parent's PAM account check, made while bwrap sets the jail up, has
-    // passed: bwrap waits for it on kBlockFd after the setup.
-    if (plan.gated) a.insert(a.end(), {"--block-fd", std::to_string(kBlockFd)});
     // No nested user namespaces unless the operator allows them for the
     // tenants' own sandboxes: each one hands the tenant "root" over new
     // namespaces and reaches kernel code (netfilter, mount, fs contexts) that
@@ -289,7 +285,6 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     // client jail (a tmux client needs none).
     plan.nested_sandbox = policy.nested_sandbox && !is_client_action(request.action);
     plan.reports_status = request.action == JailAction::command;
-    plan.gated = request.action == JailAction::attach;
     plan.socket_dir = tmux_socket_dir(t);
 
     plan.proc_source = proc.value().source();

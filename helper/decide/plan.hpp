@@ -95,10 +95,6 @@ struct Plan {
     bool own_session{false};            // a session of its own (--new-session)
     bool nested_sandbox{false};         // may create user namespaces (no --disable-userns)
     bool reports_status{false};         // --json-status-fd kStatusFd (one-off jails)
-    // An attach jail: bwrap sets the jail up, then waits on kBlockFd
-    // (--block-fd) before its command runs, until the root parent's PAM
-    // account check, made meanwhile, has passed (run_supervised's gate).
-    bool gated{false};
     std::vector<Mount> mounts;          // after --dev and before the home's bind
     std::vector<std::string> command;   // what runs in the jail
     std::vector<std::string> argv;      // render_bwrap_argv(*this); argv[0] == bwrap

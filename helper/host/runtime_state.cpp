@@ -76,17 +76,21 @@ constexpr std::size_t kMaxSettingsFile = kMaxConfigBytes + 8192;
 
 }  // namespace
 
+std::string endpoint_name(uid_t uid) { return std::to_string(uid) + ".sock"; }
+
 std::string format_record(const SupervisorRecord& r) {
-    return "v1 " + r.tenant + " " + std::to_string(r.uid) + " " + std::to_string(r.pid) + " " +
-           std::to_string(r.start_ticks) + " " + r.boot_id + " " + std::to_string(r.started) + "\n";
+    return "v" + std::to_string(r.version) + " " + r.tenant + " " + std::to_string(r.uid) + " " + std::to_string(r.pid) + " " +
+           std::to_string(r.start_ticks) + " " + r.boot_id + " " + std::to_string(r.started) + (r.version >= 2 ? " " + endpoint_name(r.uid) : std::string()) + "\n";
 }
 
 Result<SupervisorRecord> parse_record(std::string_view text) {
     auto bad = [] { return fail(Exit::internal, "malformed session record"); };
     if (text.size() > kMaxRecord || text.empty() || text.back() != '\n') return bad();
     const auto w = words(text.substr(0, text.size() - 1));
-    if (w.size() != 7 || w[0] != "v1") return bad();
     SupervisorRecord r;
+    if (w.size() == 7 && w[0] == "v1") r.version = 1;
+    else if (w.size() == 8 && w[0] == "v2") r.version = 2;
+    else return bad();
     r.tenant = std::string(w[1]);
     unsigned long uid = 0;
     long pid = 0;
@@ -97,6 +101,7 @@ Result<SupervisorRecord> parse_record(std::string_view text) {
     r.uid = static_cast<uid_t>(uid);
     r.pid = static_cast<pid_t>(pid);
     r.boot_id = std::string(w[5]);
+    if (r.version >= 2 && w[7] != endpoint_name(r.uid)) return bad();
     if (r.boot_id.empty() || r.boot_id.size() > 64) return bad();
     for (char c : r.boot_id)
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-')) return bad();

@@ -21,6 +21,11 @@
 
 namespace clihost {
 
+// The record format this build writes: v2 names the supervisor's endpoint
+// (UID.sock in the runtime directory). A v1 record is a session jail of a
+// build before the owner model (no endpoint): read, recognised, only stopped.
+inline constexpr int kRecordVersion = 2;
+
 struct SupervisorRecord {
     std::string tenant;               // the account name when it started
     uid_t uid{};
@@ -28,9 +33,11 @@ struct SupervisorRecord {
     unsigned long long start_ticks{}; // field 22 of /proc/PID/stat
     std::string boot_id;              // /proc/sys/kernel/random/boot_id
     long long started{};              // unix time, for `list`
+    int version{kRecordVersion};      // 1: a session jail of a build before the owner model
 };
 
-// One line, "v1 TENANT UID PID START_TICKS BOOT_ID STARTED\n". Pure.
+// One line, "v2 TENANT UID PID START_TICKS BOOT_ID STARTED UID.sock\n" (v1:
+// without the endpoint). Pure.
 std::string format_record(const SupervisorRecord& r);
 // Strict inverse of format_record; anything else is an error. Pure, fuzzable.
 Result<SupervisorRecord> parse_record(std::string_view text);
@@ -45,6 +52,9 @@ std::optional<char> parse_stat_state(std::string_view stat);
 // This process's start ticks and the boot id, for a record.
 std::optional<unsigned long long> own_start_ticks();
 std::string current_boot_id();
+
+// The endpoint of the supervisor of `uid`: "UID.sock" in the runtime directory.
+std::string endpoint_name(uid_t uid);
 
 // Is the record's supervisor still the process it names? Same boot, same
 // start time (a pid is reused only after its process is gone, and never
@@ -120,6 +130,12 @@ public:
 
 private:
     explicit RuntimeDir(UniqueFd fd) : fd_(std::move(fd)) {}
+
+public:
+    // The directory, opened (for *at calls).
+    int fd() const { return fd_.get(); }
+
+private:
     UniqueFd fd_;
 };
 

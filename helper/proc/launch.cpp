@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -175,7 +176,7 @@ int place_and_exec(const BwrapExec& x, int& err) noexcept {
     // only the supervisors blocked the relayed signals since).
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
-    for (int sig : {SIGXFSZ, SIGTTOU, SIGTTIN, SIGTSTP})
+    for (int sig : {SIGXFSZ, SIGTTOU, SIGTTIN, SIGTSTP, SIGPIPE})
         if (::sigaction(sig, &dfl, nullptr) != 0) return kStepSignals;
     sigset_t none;
     sigemptyset(&none);
@@ -437,7 +438,7 @@ UniqueFd resolv_conf_fd(const std::string& text) {
 // --die-with-parent) is re-parented to the watcher and SIGKILLed.
 // For the session jail it first makes the socket directory and reports on
 // `ready_fd` once the tmux server is up. Returns its exit status.
-int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
+int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
     const bool session = plan.action == JailAction::serve;
     const bool isolated = plan.net == JailNet::isolated;
     auto failed = [&](const Error& e) {
@@ -446,7 +447,6 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
         return static_cast<int>(e.code);
     };
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return failed(fail(Exit::internal, "cannot set up the jail's watcher"));
-    if (plan.gated == (gate_fd < 0)) return failed(fail(Exit::internal, "an attach jail waits on its gate, and only it"));
     if (auto st = prove_private_proc(plan); !st) return failed(st.error());
     UniqueFd stderr_memfd;
     const std::string socket = plan.socket_dir + "/clihost.sock";
@@ -485,7 +485,11 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
     int go[2] = {-1, -1};
     int status[2] = {-1, -1};
     const bool reports_status = plan.reports_status;
-    if (!session && ::pipe2(go, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
+    // A jail its supervisor started is in a session of its own already
+    // (spawn_connection_jail): the caller's terminal is not its controlling
+    // terminal, and nothing is left to leave.
+    const bool leave_session = !session && ::getsid(0) != ::getpid();
+    if (leave_session && ::pipe2(go, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
     if (reports_status && ::pipe2(status, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
     // An isolated jail: bwrap says its child's pid on `info` and waits on
     // `block` until our root parent has attached the network (net.hpp).
@@ -505,7 +509,7 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
     // parent until both are done with the jail: bwrap reads end of file as
     // the go-ahead, and it comes only once every process of the jail is gone.
     auto started = start_bwrap_child(starting, plan, ::getpid(), stderr_memfd.get(), go[0],
-                                     {status[1], info[1], plan.gated ? gate_fd : block[0], resolv.get()});
+                                     {status[1], info[1], block[0], resolv.get()});
     if (!started) return failed(started.error());
     const pid_t bwrap = started.value();
     if (reports_status) ::close(status[1]);
@@ -524,7 +528,7 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
             return failed(fail(Exit::internal, "cannot ignore SIGPIPE"));
         }
     }
-    if (!session) {
+    if (leave_session) {
         ::close(go[0]);
         const bool left = ::setsid() >= 0 && ::write(go[1], "g", 1) == 1;
         ::close(go[1]);
@@ -607,18 +611,23 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
 // `join_netns`: an attach jail's network namespace (the tenant's empty
 // one), joined while still root, before the drop; -1 for none.
 pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, int join_netns = -1,
-                   int gate_fd = -1) {
+                   const Rlimits* limits = nullptr) {
     const pid_t self = ::getpid();
     const pid_t child = fault::fail("fork") ? -1 : ::fork();
     if (child == 0) {
         if (parents_end >= 0) ::close(parents_end);
+        // The tenant's limits (pam_limits'), set while still root.
+        if (limits != nullptr && !apply_rlimits(*limits)) {
+            report_tenant_failure(fail(Exit::internal, "cannot set the tenant's limits"));
+            ::_exit(static_cast<int>(Exit::internal));
+        }
         if (join_netns >= 0 && (fault::fail("setns") || ::setns(join_netns, CLONE_NEWNET) != 0)) {
             report_tenant_failure(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") +
                                                            std::strerror(errno)));
             ::_exit(static_cast<int>(Exit::internal));
         }
         if (join_netns >= 0) ::close(join_netns);
-        run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, ready_fd, net_fd, gate_fd); });
+        run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, ready_fd, net_fd); });
     }
     return child;
 }
@@ -676,6 +685,13 @@ sigset_t relayed_signals() {
     return set;
 }
 
+sigset_t group_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGWINCH, SIGTSTP, SIGCONT}) sigaddset(&set, s);
+    return set;
+}
+
 Status block_relayed_signals() {
     const sigset_t set = relayed_signals();
     if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
@@ -701,7 +717,6 @@ void exec_jail(const Plan& plan, pid_t expected_parent) noexcept {
             if (plan.net == JailNet::tenant_empty)
                 return fail(Exit::internal, "a jail planned to join a namespace cannot be exec'd directly");
             // Nobody here would open its gate.
-            if (plan.gated) return fail(Exit::internal, "a gated jail cannot be exec'd directly");
             if (auto st = prove_private_proc(plan); !st) return st.error();
             // Nobody waits here to read a one-off jail's status: bwrap's
             // --json-status-fd writes it to /dev/null.
@@ -717,7 +732,12 @@ void exec_jail(const Plan& plan, pid_t expected_parent) noexcept {
 }
 
 int supervise(pid_t child) {
-    const sigset_t set = relayed_signals();
+    // The terminal's signals a supervisor relays (group_signals) are waited
+    // for too: blocked only in a supervisor and the watchers it starts.
+    sigset_t set = relayed_signals();
+    const sigset_t group = group_signals();
+    for (int sig = 1; sig < NSIG; ++sig)
+        if (sigismember(&group, sig) == 1) sigaddset(&set, sig);
     int status = -1;
     bool reaped = false;
     std::time_t deadline = 0;  // set once a relayed signal was passed on
@@ -767,6 +787,14 @@ int supervise(pid_t child) {
         // on, and wake the child should something have stopped it; bwrap
         // dies, and --die-with-parent takes the whole jail with it (what it
         // leaves behind comes to us and is SIGKILLed above).
+        // WINCH/TSTP/CONT, relayed by a front through the
+        // supervisor: to the jail's process group (the tmux client re-reads
+        // its terminal's size; a one-off command gets its ^C, ^\\, ^Z), as
+        // the terminal would send them to its foreground group.
+        if (sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT) {
+            if (!reaped) ::kill(-child, sig);
+            continue;
+        }
         if (sig != SIGCHLD && !reaped) {
             ::kill(child, sig);
             ::kill(child, SIGCONT);
@@ -783,8 +811,7 @@ int exit_status_of(int status) {
     return static_cast<int>(Exit::internal);
 }
 
-Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns,
-                           const std::function<Status()>& gate) {
+Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns) {
     auto close_pam = [&] {
         if (pam == nullptr) return;
         const auto closed = pam->close();
@@ -813,40 +840,14 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
     if (plan.net == JailNet::isolated && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
         return refused(fail(Exit::internal, "socketpair failed"));
     UniqueFd ours(chan[0]);
-    // A gated jail (an attach): the gate's two ends, a stream socket pair
-    // (a write to a jail already gone is EPIPE, never SIGPIPE).
-    int gate_ends[2] = {-1, -1};
-    if (plan.gated && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gate_ends) != 0)
-        return refused(fail(Exit::internal, "socketpair failed"));
-    UniqueFd gate_read(gate_ends[0]);
-    const UniqueFd gate_write(gate_ends[1]);
     // The jail takes the terminal's foreground (leave_process_group); the
     // caller (a shell, say) gets it back afterwards, as a shell's job
     // control would give it back, or it could no longer read its terminal.
     const bool had_foreground = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
-    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0], join_netns, gate_read.get());
+    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0], join_netns);
     const int fork_errno = errno;
     if (chan[1] >= 0) ::close(chan[1]);
-    gate_read.reset();
     if (child < 0) return refused(fail(Exit::internal, std::string("fork failed: ") + std::strerror(fork_errno)));
-    // The gate: the check runs here while the watcher starts bwrap, which
-    // sets the jail up and waits before running its command. Refused: the
-    // jail is killed, all of it reaped (our end still open, so bwrap never
-    // reads end of file while any of it lives), and nothing of it ran.
-    if (plan.gated) {
-        Status allowed = gate ? gate() : ok_status();
-        const char go = 'g';
-        if (allowed && ::send(gate_write.get(), &go, 1, MSG_NOSIGNAL) != 1 && errno != EPIPE && errno != ECONNRESET)
-            allowed = fail(Exit::internal, std::string("cannot let the attach jail start: ") + std::strerror(errno));
-        // EPIPE: the watcher started no jail (no tmux server: kNoServerStatus)
-        // or it failed; its status below says which.
-        if (!allowed) {
-            ::kill(child, SIGKILL);
-            (void)supervise(child);
-            if (had_foreground) (void)::tcsetpgrp(0, ::getpgrp());
-            return refused(allowed.error());
-        }
-    }
     // An isolated jail's network, attached while bwrap waits; held (its
     // exit pipe) until the jail is gone, then SIGKILLed by supervise().
     Result<UserNet> user_net = UserNet{};
@@ -870,24 +871,72 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
     return exit_status_of(status);
 }
 
-Result<int> run_attach_jail(const Plan& plan, int join_netns, const std::function<Status()>& gate) {
-    // Under a watcher, as a one-off jail. bwrap 0.8 arms --die-with-parent in
-    // its sandbox only once the sandbox is set up: with bwrap as this
-    // process's own child, a SIGKILL of this process during that setup (the
-    // caller may send one: our real uid is its) left the half-built attach
-    // jail running under init, a tmux client on the connection's terminal.
-    // The watcher (the tenant, a subreaper) hears of our death as SIGHUP,
-    // relays it and SIGKILLs what bwrap leaves (test_attack_signals.py::
-    // test_sigkill_of_the_attach_helper_during_bwrap_setup_leaves_no_client).
-    return run_supervised(plan, nullptr, nullptr, join_netns, gate);
-}
-
-Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end) {
+Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end,
+                                    const Rlimits& limits) {
     if (auto st = block_relayed_signals(); !st) return st.error();
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return fail(Exit::internal, "cannot become the jail's subreaper");
-    const pid_t child = fork_watcher(plan, ready_fd, net_fd, parents_end);
+    const pid_t child = fork_watcher(plan, ready_fd, net_fd, parents_end, -1, &limits);
     if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
     return child;
+}
+
+Rlimits current_rlimits() {
+    Rlimits r;
+    for (int i = 0; i < RLIM_NLIMITS; ++i)
+        if (::getrlimit(static_cast<__rlimit_resource_t>(i), &r.lim[static_cast<std::size_t>(i)]) != 0) r.ok = false;
+    return r;
+}
+
+bool apply_rlimits(const Rlimits& r) {
+    if (!r.ok) return false;
+    for (int i = 0; i < RLIM_NLIMITS; ++i) {
+        const auto res = static_cast<__rlimit_resource_t>(i);
+        rlimit want = r.lim[static_cast<std::size_t>(i)];
+        if (::setrlimit(res, &want) == 0) continue;
+        // Without CAP_SYS_RESOURCE (a host or container that withholds it)
+        // no hard limit can be raised: lowering always works, so what is
+        // set is never above `r`; what cannot be raised stays lower.
+        rlimit now{};
+        if (errno != EPERM || ::getrlimit(res, &now) != 0) return false;
+        if (want.rlim_max > now.rlim_max) want.rlim_max = now.rlim_max;
+        if (want.rlim_cur > want.rlim_max) want.rlim_cur = want.rlim_max;
+        if (::setrlimit(res, &want) != 0) return false;
+    }
+    return true;
+}
+
+Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int join_netns, const Rlimits& limits) {
+    if (plan.net == JailNet::isolated || plan.action == JailAction::serve)
+        return fail(Exit::internal, "a connection jail has no network of its own and is no session jail");
+    if ((plan.net == JailNet::tenant_empty) != (join_netns >= 0))
+        return fail(Exit::internal, "an attach jail joins the tenant's empty network namespace only as planned");
+    const pid_t self = ::getpid();
+    const pid_t child = fault::fail("fork") ? -1 : ::fork();
+    if (child != 0) {
+        if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
+        return child;
+    }
+    // The child, root until run_as_tenant: the handed-over descriptors as
+    // its stdio, a session of its own (the caller's terminal is never the
+    // jail's controlling terminal: no TIOCSTI, no job control of the
+    // caller's), the tenant's network namespace and limits, and nothing
+    // else of the supervisor's (its endpoint, other connections, PAM's).
+    for (int fd = 0; fd <= 2; ++fd)
+        if (::dup2(stdio[fd], fd) != fd) ::_exit(static_cast<int>(Exit::internal));
+    if (::setsid() < 0) ::_exit(static_cast<int>(Exit::internal));
+    if (join_netns >= 0 && (fault::fail("setns") || ::setns(join_netns, CLONE_NEWNET) != 0)) {
+        report_tenant_failure(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") +
+                                                       std::strerror(errno)));
+        ::_exit(static_cast<int>(Exit::internal));
+    }
+    if (!apply_rlimits(limits)) {
+        report_tenant_failure(fail(Exit::internal, "cannot set the tenant's limits"));
+        ::_exit(static_cast<int>(Exit::internal));
+    }
+    ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
+    if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) ::_exit(static_cast<int>(Exit::internal));
+    ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
+    run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, -1, -1); });
 }
 
 std::vector<Captured> capture_jails(const std::vector<const Plan*>& plans, std::size_t max, int deadline_ms) {

@@ -12,9 +12,11 @@
 
 #include "verbs/check.hpp"
 #include "decide/cli.hpp"
+#include "decide/request.hpp"
 #include "host/config_file.hpp"
 #include "host/container_check.hpp"
 #include "base/fault.hpp"
+#include "proc/front.hpp"
 #include "proc/launch.hpp"
 #include "base/log.hpp"
 #include "proc/net.hpp"
@@ -220,8 +222,53 @@ Status attach_allowed(const Prepared& p, const AccountDb* db) {
     return PamSession::check_account(policy.pam_service, p.tenant->account.name, p.caller.name);
 }
 
-// run without a command: find or start the tenant's session jail, then
-// become this connection's attach jail.
+// The request a front hands over: what to start, and who asks (for the
+// supervisor's audit lines). Only well-formed extra_env candidates travel.
+HandoverRequest handover_request(const Prepared& p, const CommandLine& cl, const StartState& start) {
+    HandoverRequest r;
+    r.kind = cl.command.empty() ? HandoverKind::attach : HandoverKind::command;
+    r.session = *cl.session;
+    r.command = cl.command;
+    for (const auto& [name, value] : start.caller_env)
+        if (r.extra_env.size() < kMaxRequestEnv && is_well_formed_env_value(value)) r.extra_env.emplace(name, value);
+    r.caller = p.caller.name;
+    r.caller_uid = static_cast<long>(p.caller.uid);
+    r.via = log::context().via;
+    r.sudo_uid = start.creds.sudo_uid.value_or("-");
+    return r;
+}
+
+// The front: hand the request to the tenant's supervisor (started if T has
+// none), relay, return the jail's status. A supervisor that was ending as
+// the request arrived (a typed outcome: retry) is waited for, and a new one
+// started, once, after the same checks.
+int hand_to_supervisor(const Prepared& p, const StartState& start, const AccountDb& db, const HandoverRequest& req) {
+    const Policy& policy = p.policy();
+    for (int attempt = 0;; ++attempt) {
+        auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
+        if (!jail) return refuse(jail.error());
+        if (jail.value().version != kRecordVersion)
+            return refuse(fail(Exit::host, "the session jail of " + p.tenant->account.name + " (supervisor " +
+                                               std::to_string(jail.value().pid) + ") is of another version (record v" +
+                                               std::to_string(jail.value().version) +
+                                               "): end it with clihost-jail stop --user " + p.tenant->account.name));
+        log::audit("allow", "handing over to the supervisor " + std::to_string(jail.value().pid));
+        auto out = hand_over(jail.value(), req);
+        if (!out) return refuse(out.error());
+        // An attach's status is what its watcher made of the tenant's tmux
+        // client (0, kClientFailedStatus, 128 + N: README, "Exit codes").
+        if (out.value().kind == Handover::Kind::done)
+            return req.kind == HandoverKind::attach ? attach_watcher_status(out.value().status, kNoServerStatus)
+                                                    : out.value().status;
+        if (attempt > 0 || !session_jail_ended(jail.value(), 5000))
+            return refuse(fail(Exit::host, "the supervisor " + std::to_string(jail.value().pid) +
+                                               " closed the connection and still runs"));
+        log::audit("warn", "the session jail ended as this connection arrived; attaching to a new one");
+        if (auto st = attach_allowed(p, &db); !st) return refuse(st.error());
+    }
+}
+
+// run without a command: the checks, PAM's account check, then the front.
 int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     const Policy& policy = p.policy();
     if (auto st = require_root(p); !st) return refuse(st.error());
@@ -229,56 +276,13 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start,
     if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
     if (auto st = require_proc_sys_writable(true); !st) return refuse(st.error());
     // What the policy refuses, refused before the account check or a
-    // session jail's start (its serve plan makes the same shell check).
+    // supervisor's start.
     if (auto st = validate_request(policy, p.tenant->account, {JailAction::attach, *cl.session, {}}, p.probe); !st)
         return refuse(st.error());
-    // A reconnect (the tenant's session jail runs), the hot path: PAM's
-    // account check runs while bwrap sets the attach jail up, which starts
-    // its tmux client only once the check has passed (run_attach_jail's
-    // gate). A first connection checks before a session jail starts.
-    bool checked = false;
-    if (!find_session_jail(p.tenant->account.uid)) {
-        if (auto st = attach_allowed(p, nullptr); !st) return refuse(st.error());
-        clear_refusals(p.tenant->account.uid);
-        checked = true;
-    }
-    for (int attempt = 0;; ++attempt) {
-        auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
-        if (!jail) return refuse(jail.error());
-        // The tenant's empty network namespace, which that session jail
-        // holds; without it (it has just ended, or could not make one) the
-        // attach jail makes its own. No network either way.
-        const UniqueFd netns = open_attach_netns(jail.value());
-        auto attach = plan_for(p, start, {JailAction::attach, *cl.session, {}, netns.valid()});
-        if (!attach) return refuse(attach.error());
-        log::audit("allow", audit_reason("attach to the session jail of supervisor " + std::to_string(jail.value().pid) +
-                                             ", network " + std::string(jail_net_name(attach.value().net)) +
-                                             (checked ? "" : ", the PAM account check running as bwrap sets up"),
-                                         attach.value()));
-        const auto status = run_attach_jail(attach.value(), netns.get(), [&]() -> Status {
-            if (checked) return ok_status();
-            if (fault::fail("slow_account_check")) ::sleep(2);
-            auto allowed = attach_allowed(p, nullptr);
-            if (allowed) clear_refusals(p.tenant->account.uid);
-            return allowed;
-        });
-        if (!status) return refuse(status.error());
-        checked = true;
-        // The helper's own codes (1 to 4), or what its watcher made of the
-        // tmux client's status: 0, or kClientFailedStatus for anything the
-        // tenant's client returned (README, "Exit codes").
-        const int mapped = attach_watcher_status(status.value(), kNoServerStatus);
-        if (mapped != kNoServerStatus) return mapped;
-        // The session jail found was ending: its tmux server was gone (the
-        // tenant's last shell had just exited), its supervisor not yet, and
-        // the watcher started no client. Once that jail is gone, attach
-        // again, once, to a new one, after the same checks.
-        if (attempt > 0 || !session_jail_ended(jail.value(), 5000))
-            return refuse(fail(Exit::host, "the session jail's tmux server is gone while its supervisor " +
-                                               std::to_string(jail.value().pid) + " still runs"));
-        log::audit("warn", "the session jail ended as this connection attached; attaching to a new one");
-        if (auto st = attach_allowed(p, &db); !st) return refuse(st.error());
-    }
+    if (fault::fail("slow_account_check")) ::sleep(2);  // tests: a window before the handover
+    if (auto st = attach_allowed(p, nullptr); !st) return refuse(st.error());
+    clear_refusals(p.tenant->account.uid);
+    return hand_to_supervisor(p, start, db, handover_request(p, cl, start));
 }
 
 // run -- COMMAND: a one-off jail of its own, never the session jail.
