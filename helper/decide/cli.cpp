@@ -24,7 +24,7 @@ std::string_view usage_text() {
     return "usage: clihost-jail run   --user TENANT --session NAME [-- COMMAND [ARG...]]\n"
            "       clihost-jail kill  --user TENANT --session NAME\n"
            "       clihost-jail stop  --user TENANT\n"
-           "       clihost-jail list  [--user TENANT]\n"
+           "       clihost-jail list  [--user TENANT] [--json]\n"
            "       clihost-jail check [--user TENANT]\n"
            "       clihost-jail print --user TENANT --session NAME [-- COMMAND...]\n"
            "       clihost-jail --version | --help\n";
@@ -65,6 +65,7 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
     static const option kLong[] = {
         {"user", required_argument, nullptr, 'u'},
         {"session", required_argument, nullptr, 's'},
+        {"json", no_argument, nullptr, 'j'},
         {nullptr, 0, nullptr, 0},
     };
     optind = 0;  // full reset of glibc's getopt state
@@ -86,6 +87,12 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
             slot = std::string(optarg);
             continue;
         }
+        if (c == 'j') {
+            if (std::string_view(argv[optind - 1]) != "--json") return usage("unknown or abbreviated option");
+            if (cl.json) return usage("--json given twice");
+            cl.json = true;
+            continue;
+        }
         return usage("unknown or incomplete option");
     }
     const auto argc = static_cast<int>(argv.size() - 1);
@@ -101,6 +108,7 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
         return usage(std::string(cl.verb == Verb::check ? "check" : cl.verb == Verb::list ? "list" : "stop") +
                      " takes only --user");
     if (cl.verb == Verb::stop && !cl.user) return usage("--user is required");
+    if (cl.json && cl.verb != Verb::list) return usage("--json is for list only");
     if (cl.verb == Verb::kill && !cl.command.empty()) return usage("kill takes no command");
     if (!tenant_only && (!cl.user || !cl.session)) return usage("--user and --session are required");
     if (cl.user && !is_valid_account_name(*cl.user)) return fail(Exit::refused, "invalid user name");

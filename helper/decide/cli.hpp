@@ -19,6 +19,7 @@ struct CommandLine {
     std::optional<std::string> user;
     std::optional<std::string> session;
     std::vector<std::string> command;  // after "--"; empty means the default tmux
+    bool json{false};                  // list --json: JSON Lines
 };
 
 // argv[0] may be absent or anything (pkexec CVE-2021-4034): it is never read.

@@ -92,6 +92,99 @@ Result<std::vector<std::string>> parse_env_names(std::string_view v) {
     return names;
 }
 
+bool is_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+constexpr std::string_view kHomeVar = "$HOME";
+
+// Every '$' starts "$HOME" and ends the name there ("$HOMEDIR" is another
+// variable, which nothing here would expand).
+bool only_home_expands(std::string_view v) {
+    for (std::size_t at = v.find('$'); at != std::string_view::npos; at = v.find('$', at + 1)) {
+        if (v.compare(at, kHomeVar.size(), kHomeVar) != 0) return false;
+        const auto after = at + kHomeVar.size();
+        if (after < v.size() && is_name_char(v[after])) return false;
+    }
+    return true;
+}
+
+// PATH's entries: each a clean absolute path once "$HOME" is put for the
+// home (checked with a stand-in home), and the default's entries kept.
+bool is_jail_path(std::string_view v) {
+    const std::string expanded = expand_home(v, "/home/h");
+    const std::string padded = ":" + expanded + ":";
+    if (padded.find(":" + std::string(kDefaultJailPath) + ":") == std::string::npos) return false;
+    std::size_t start = 0;
+    while (start <= expanded.size()) {
+        auto end = expanded.find(':', start);
+        if (end == std::string::npos) end = expanded.size();
+        const auto entry = std::string_view(expanded).substr(start, end - start);
+        if (!is_clean_absolute_path(entry)) return false;
+        start = end + 1;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::string expand_home(std::string_view value, std::string_view home) {
+    std::string out;
+    std::size_t pos = 0;
+    for (std::size_t at = value.find(kHomeVar); at != std::string_view::npos; at = value.find(kHomeVar, pos)) {
+        out.append(value.substr(pos, at - pos)).append(home);
+        pos = at + kHomeVar.size();
+    }
+    return out.append(value.substr(pos));
+}
+
+Result<std::vector<SetEnv>> parse_setenv(std::string_view v) {
+    const auto items = split(v, " \t");
+    if (items.size() > kMaxSetenvItems)
+        return fail(Exit::host, "setenv: more than " + std::to_string(kMaxSetenvItems) + " variables");
+    std::vector<SetEnv> out;
+    for (const auto& item : items) {
+        const auto eq = item.find('=');
+        if (eq == std::string::npos) return fail(Exit::host, "setenv: '" + item + "' is not NAME=VALUE");
+        const std::string name = item.substr(0, eq);
+        const std::string value = item.substr(eq + 1);
+        if (!is_valid_env_name(name)) return fail(Exit::host, "setenv: invalid variable name '" + name + "'");
+        // The jail's identity: what the helper sets from the tenant's
+        // account, and the flag the jailed tools trust to know they are
+        // sandboxed. An operator's value would lie to every tenant.
+        if (name == "HOME" || name == "USER" || name == "LOGNAME" || name == "SHELL")
+            return fail(Exit::host, "setenv may not set " + name + ": the helper sets it from the tenant's account");
+        if (name == "TTYD_SANDBOX")
+            return fail(Exit::host, "setenv may not set TTYD_SANDBOX: the helper forces it to true");
+        if (name != "PATH" && is_reserved_env_name(name))
+            return fail(Exit::host, "setenv may not set " + name +
+                                        ": it changes how programs load code or find tmux, or is the proxy's secret");
+        for (const auto& seen : out)
+            if (seen.name == name) return fail(Exit::host, "setenv: " + name + " is set twice");
+        if (value.size() > kMaxSetenvValue)
+            return fail(Exit::host, "setenv: the value of " + name + " is longer than " +
+                                        std::to_string(kMaxSetenvValue) + " bytes");
+        // Blanks separate the items, so none is in a value; a quote or a
+        // backslash would be taken literally where the operator meant shell
+        // syntax; control bytes and non-ASCII have no place in a fixed value.
+        for (char c : value)
+            if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f || c == '"' ||
+                c == '\'' || c == '\\' || c == '`')
+                return fail(Exit::host, "setenv: the value of " + name +
+                                            " has a character that is not allowed (printable ASCII only; no quotes, "
+                                            "backslashes or blanks)");
+        if (!only_home_expands(value))
+            return fail(Exit::host, "setenv: the value of " + name + " names a variable other than $HOME");
+        if (name == "PATH" && !is_jail_path(value))
+            return fail(Exit::host, "setenv: PATH must be clean absolute directories separated by ':' that keep " +
+                                        std::string(kDefaultJailPath) + " together (entries may come before and after)");
+        out.push_back({name, value});
+    }
+    return out;
+}
+
+namespace {
+
 // Applies one key; returns an error message (empty on success).
 Result<Unit> apply(Policy& p, std::string_view section, std::string_view key, std::string_view v) {
     auto set_list = [](auto parsed, std::vector<std::string>& into) -> Status {
@@ -118,6 +211,13 @@ Result<Unit> apply(Policy& p, std::string_view section, std::string_view key, st
             auto u = parse_uid(v);
             if (!u) return u.error();
             (key == "min_uid" ? p.min_uid : p.max_uid) = u.value();
+            return ok_status();
+        }
+        if (key == "refusal_delay_max") {
+            auto n = parse_id(v);
+            if (!n || n.value() > kMaxRefusalDelay)
+                return fail(Exit::host, "refusal_delay_max must be a number of seconds from 0 to 300");
+            p.refusal_delay_max = n.value();
             return ok_status();
         }
     } else if (section == "jail") {
@@ -157,6 +257,12 @@ Result<Unit> apply(Policy& p, std::string_view section, std::string_view key, st
             return ok_status();
         }
         if (key == "extra_env") return set_list(parse_env_names(v), p.extra_env);
+        if (key == "setenv") {
+            auto items = parse_setenv(v);
+            if (!items) return items.error();
+            p.setenv = std::move(items).value();
+            return ok_status();
+        }
     } else if (section == "limits") {
         auto known = apply_limit(p.limits, key, v);
         if (!known) return known.error();
@@ -238,6 +344,11 @@ Result<Policy> parse_config(std::string_view text) {
     // uid 0 is never a tenant, whatever the range says.
     if (p.min_uid == 0) return fail(Exit::host, "config: min_uid must be at least 1");
     if (p.min_uid > p.max_uid) return fail(Exit::host, "config: min_uid is above max_uid");
+    // A variable fixed by the operator and passed through from the caller:
+    // which one wins would be a guess.
+    for (const auto& e : p.setenv)
+        if (std::find(p.extra_env.begin(), p.extra_env.end(), e.name) != p.extra_env.end())
+            return fail(Exit::host, "config: " + e.name + " is in both extra_env and setenv (remove it from one)");
     // The shell is exec'd inside the jail: it must be in a directory the jail
     // binds from the host, and not under a tmpfs that would hide it.
     if (!p.shell.empty()) {

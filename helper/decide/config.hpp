@@ -36,6 +36,22 @@ inline constexpr std::uint64_t kDefaultTmpfsSize = std::uint64_t{256} << 20;  //
 inline constexpr std::uint64_t kMinTmpfsSize = std::uint64_t{64} << 10;       // 64K
 inline constexpr std::uint64_t kMaxTmpfsSize = std::uint64_t{1} << 40;        // 1024G
 
+// [jail] setenv: fixed variables the operator gives every tenant's jails.
+// At most this many, each value at most kMaxSetenvValue bytes before $HOME
+// is expanded.
+inline constexpr std::size_t kMaxSetenvItems = 64;
+inline constexpr std::size_t kMaxSetenvValue = 1024;
+// The PATH every jail gets; a setenv PATH must keep these entries, in this
+// order and next to one another, and may add others before or after.
+inline constexpr std::string_view kDefaultJailPath = "/usr/local/bin:/usr/bin:/bin";
+
+// One setenv item: NAME and its value as written ("$HOME" not yet expanded).
+struct SetEnv {
+    std::string name;
+    std::string value;
+    bool operator==(const SetEnv&) const = default;
+};
+
 struct Policy {
     // [callers]
     std::vector<std::string> caller_users{"clihost"};
@@ -44,6 +60,12 @@ struct Policy {
     std::string tenant_group{"clihost-tenants"};
     uid_t min_uid{1000};
     uid_t max_uid{60000};
+    // A refused attach of a tenant exits only after 1 s, doubling per
+    // refusal up to this many seconds (reset by a success), as login and
+    // sshd delay a failed login: a page that reconnects at once whenever
+    // its connection ends would otherwise make setuid runs, PAM checks and
+    // audit lines without end. 0: off. At most kMaxRefusalDelay.
+    unsigned refusal_delay_max{30};
     // [jail]
     std::string bwrap{"/usr/bin/bwrap"};
     ProcMode proc{ProcMode::private_only};
@@ -61,6 +83,9 @@ struct Policy {
     // ttyd, abstract sockets, sshd) and can squat their ports.
     NetworkMode network{NetworkMode::isolated};
     std::vector<std::string> extra_env{"TERM", "LANG", "LC_ALL", "COLORTERM"};
+    // Fixed values for every tenant (a site CA bundle for Node, a writable
+    // npm prefix, PATH entries in the home): parse_setenv's rules.
+    std::vector<SetEnv> setenv{};
     // The shell tmux starts inside the jail (it becomes SHELL, which tmux's
     // default-shell follows). Empty: the tenant's login shell. Setting it
     // lets tenants have /usr/sbin/nologin as their login shell, so that no
@@ -74,6 +99,8 @@ struct Policy {
     bool pam_session{true};
 };
 
+inline constexpr unsigned kMaxRefusalDelay = 300;
+
 // Larger files are refused, by the reader and by the parser.
 inline constexpr std::size_t kMaxConfigBytes = std::size_t{64} * 1024;
 
@@ -85,6 +112,21 @@ Result<Policy> parse_config(std::string_view text);
 // binary suffix K, M or G (KiB, MiB, GiB), within [kMinTmpfsSize,
 // kMaxTmpfsSize]. "256M", "1G", "65536".
 Result<std::uint64_t> parse_tmpfs_size(std::string_view v);
+
+// [jail] setenv's value: NAME=VALUE items separated by blanks. NAME follows
+// is_valid_env_name; the variables the helper sets itself (HOME, USER,
+// LOGNAME, SHELL, TTYD_SANDBOX) and every other reserved name
+// (is_reserved_env_name: LD_*, IFS, TMUX...) are refused, except PATH, whose
+// value must be ':'-separated clean absolute paths that keep
+// kDefaultJailPath's entries together and in order (no empty or relative
+// entry: either puts the current directory in PATH). A VALUE is printable
+// ASCII without blanks, quotes or backslashes (nothing is interpreted as a
+// shell would), at most kMaxSetenvValue bytes; '$' only as "$HOME", which
+// becomes the tenant's home. Each NAME once.
+Result<std::vector<SetEnv>> parse_setenv(std::string_view v);
+
+// A setenv value with "$HOME" replaced by `home`.
+std::string expand_home(std::string_view value, std::string_view home);
 
 // /usr/sbin/nologin, /bin/false and the like: a login shell that refuses.
 bool is_refusing_shell(std::string_view shell);

@@ -6,6 +6,7 @@
 #include "decide/cli.hpp"
 #include "decide/net_plan.hpp"
 #include "decide/proc_decision.hpp"
+#include "decide/tenant_output.hpp"
 
 namespace clihost {
 namespace {
@@ -79,6 +80,16 @@ std::vector<std::string> build_environment(const Policy& policy, const Account& 
         "SHELL=" + jail_shell(policy, tenant),
         "PATH=" + std::string(kSafePath),
     };
+    // The operator's fixed values (config.cpp validated them: no identity
+    // variable, no loader variable, PATH keeping the default's entries),
+    // before the caller's and PAM's, which never override them.
+    // Not trusted to be parsed: an item the parser would refuse is dropped.
+    for (const auto& e : policy.setenv) {
+        if (!parse_setenv(e.name + "=" + e.value)) continue;
+        const std::string value = expand_home(e.value, tenant.home);
+        if (e.name == "PATH") env[4] = "PATH=" + value;
+        else if (!has_name(env, e.name)) env.push_back(e.name + "=" + value);
+    }
     for (const auto& name : policy.extra_env) {
         if (is_reserved_env_name(name) || has_name(env, name)) continue;
         auto it = caller.find(name);
@@ -99,10 +110,11 @@ std::vector<std::string> build_environment(const Policy& policy, const Account& 
 }
 
 std::vector<std::string> tmux_command(const Account& tenant, JailAction action, std::string_view session) {
-    // tmux itself turns '.' and ':' in session names into '_'; doing it here
-    // keeps new-session -A and the exact-match kill target the same name.
-    std::string name(session);
-    std::replace(name.begin(), name.end(), '.', '_');
+    // tmux itself turns '.' into '_', which made the caller's x.y and x_y
+    // one session: '.' becomes '+' here, outside the caller's alphabet and
+    // kept by tmux (tmux_session_name), so distinct names stay distinct
+    // sessions and `list` gives the caller its own names back.
+    const std::string name = tmux_session_name(session);
     const std::string tmux(kTmux);
     const std::string socket = tmux_socket(tenant);
     switch (action) {
@@ -148,10 +160,6 @@ std::vector<std::string> render_bwrap_argv(const Plan& plan) {
     if (plan.net == JailNet::none || plan.net == JailNet::isolated) a.emplace_back("--unshare-net");
     if (plan.net == JailNet::isolated)
         a.insert(a.end(), {"--info-fd", std::to_string(kInfoFd), "--block-fd", std::to_string(kBlockFd)});
-    // An attach jail's command (the tmux client) runs only once the root
-    // parent's PAM account check, made while bwrap sets the jail up, has
-    // passed: bwrap waits for it on kBlockFd after the setup.
-    if (plan.gated) a.insert(a.end(), {"--block-fd", std::to_string(kBlockFd)});
     // No nested user namespaces unless the operator allows them for the
     // tenants' own sandboxes: each one hands the tenant "root" over new
     // namespaces and reaches kernel code (netfilter, mount, fs contexts) that
@@ -277,7 +285,6 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     // client jail (a tmux client needs none).
     plan.nested_sandbox = policy.nested_sandbox && !is_client_action(request.action);
     plan.reports_status = request.action == JailAction::command;
-    plan.gated = request.action == JailAction::attach;
     plan.socket_dir = tmux_socket_dir(t);
 
     plan.proc_source = proc.value().source();

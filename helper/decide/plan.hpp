@@ -22,7 +22,7 @@ namespace clihost {
 // the number itself invalid.
 inline constexpr int kSeccompFd = 3;
 
-inline constexpr std::string_view kSafePath = "/usr/local/bin:/usr/bin:/bin";
+inline constexpr std::string_view kSafePath = kDefaultJailPath;  // config.hpp
 inline constexpr std::string_view kTmux = "/usr/bin/tmux";
 inline constexpr std::string_view kDefaultShell = "/bin/sh";
 // The fd on which bwrap reports a one-off jail's status (--json-status-fd):
@@ -95,10 +95,6 @@ struct Plan {
     bool own_session{false};            // a session of its own (--new-session)
     bool nested_sandbox{false};         // may create user namespaces (no --disable-userns)
     bool reports_status{false};         // --json-status-fd kStatusFd (one-off jails)
-    // An attach jail: bwrap sets the jail up, then waits on kBlockFd
-    // (--block-fd) before its command runs, until the root parent's PAM
-    // account check, made meanwhile, has passed (run_supervised's gate).
-    bool gated{false};
     std::vector<Mount> mounts;          // after --dev and before the home's bind
     std::vector<std::string> command;   // what runs in the jail
     std::vector<std::string> argv;      // render_bwrap_argv(*this); argv[0] == bwrap
@@ -119,8 +115,9 @@ bool is_well_formed_env_value(std::string_view value);
 // The shell tmux starts in the jail: [jail] shell if set, else the login shell.
 std::string jail_shell(const Policy& policy, const Account& tenant);
 
-// HOME, USER, LOGNAME, SHELL, PATH; then well-formed extra_env values from the
-// caller; then PAM's environment (never overriding); TTYD_SANDBOX=true last.
+// HOME, USER, LOGNAME, SHELL, PATH (setenv's PATH if it has one); then the
+// other setenv values, "$HOME" expanded; then well-formed extra_env values
+// from the caller; then PAM's environment (never overriding); TTYD_SANDBOX=true last.
 std::vector<std::string> build_environment(const Policy& policy, const Account& tenant, const CallerEnv& caller,
                                            const std::vector<std::string>& pam_env);
 

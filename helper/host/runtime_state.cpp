@@ -67,20 +67,30 @@ std::vector<std::string_view> words(std::string_view s) {
 }
 
 std::string record_name(uid_t uid) { return std::to_string(uid) + ".state"; }
+std::string refusals_name(uid_t uid) { return std::to_string(uid) + ".refused"; }
+std::string settings_name(uid_t uid) { return std::to_string(uid) + ".settings"; }
+std::string settings_header(const SupervisorRecord& r) {
+    return "v1 " + std::to_string(r.pid) + " " + std::to_string(r.start_ticks) + "\n";
+}
+constexpr std::size_t kMaxSettingsFile = kMaxConfigBytes + 8192;
 
 }  // namespace
 
+std::string endpoint_name(uid_t uid) { return std::to_string(uid) + ".sock"; }
+
 std::string format_record(const SupervisorRecord& r) {
-    return "v1 " + r.tenant + " " + std::to_string(r.uid) + " " + std::to_string(r.pid) + " " +
-           std::to_string(r.start_ticks) + " " + r.boot_id + " " + std::to_string(r.started) + "\n";
+    return "v" + std::to_string(r.version) + " " + r.tenant + " " + std::to_string(r.uid) + " " + std::to_string(r.pid) + " " +
+           std::to_string(r.start_ticks) + " " + r.boot_id + " " + std::to_string(r.started) + (r.version >= 2 ? " " + endpoint_name(r.uid) : std::string()) + "\n";
 }
 
 Result<SupervisorRecord> parse_record(std::string_view text) {
     auto bad = [] { return fail(Exit::internal, "malformed session record"); };
     if (text.size() > kMaxRecord || text.empty() || text.back() != '\n') return bad();
     const auto w = words(text.substr(0, text.size() - 1));
-    if (w.size() != 7 || w[0] != "v1") return bad();
     SupervisorRecord r;
+    if (w.size() == 7 && w[0] == "v1") r.version = 1;
+    else if (w.size() == 8 && w[0] == "v2") r.version = 2;
+    else return bad();
     r.tenant = std::string(w[1]);
     unsigned long uid = 0;
     long pid = 0;
@@ -91,6 +101,7 @@ Result<SupervisorRecord> parse_record(std::string_view text) {
     r.uid = static_cast<uid_t>(uid);
     r.pid = static_cast<pid_t>(pid);
     r.boot_id = std::string(w[5]);
+    if (r.version >= 2 && w[7] != endpoint_name(r.uid)) return bad();
     if (r.boot_id.empty() || r.boot_id.size() > 64) return bad();
     for (char c : r.boot_id)
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-')) return bad();
@@ -210,7 +221,38 @@ Status RuntimeDir::write(const SupervisorRecord& r) const {
 
 void RuntimeDir::remove_if(uid_t uid, pid_t pid) const {
     auto r = read(uid);
-    if (r && r->pid == pid) ::unlinkat(fd_.get(), record_name(uid).c_str(), 0);
+    if (!r || r->pid != pid) return;
+    // The settings first: a record is never left without its settings by us.
+    if (read_settings(*r)) ::unlinkat(fd_.get(), settings_name(uid).c_str(), 0);
+    ::unlinkat(fd_.get(), record_name(uid).c_str(), 0);
+}
+
+Status RuntimeDir::write_settings(const SupervisorRecord& r, const JailSettings& settings) const {
+    const std::string name = settings_name(r.uid);
+    const std::string tmp = name + ".tmp" + std::to_string(::getpid());
+    UniqueFd fd(::openat(fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid())
+        return fail(Exit::internal, "cannot write the session jail's settings: " + std::string(std::strerror(errno)));
+    const std::string text = settings_header(r) + format_settings(settings);
+    if (text.size() > kMaxSettingsFile || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+        ::renameat(fd_.get(), tmp.c_str(), fd_.get(), name.c_str()) != 0) {
+        ::unlinkat(fd_.get(), tmp.c_str(), 0);
+        return fail(Exit::internal, "cannot write the session jail's settings: " + std::string(std::strerror(errno)));
+    }
+    return ok_status();
+}
+
+std::optional<JailSettings> RuntimeDir::read_settings(const SupervisorRecord& r) const {
+    UniqueFd fd(::openat(fd_.get(), settings_name(r.uid).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) return std::nullopt;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) return std::nullopt;
+    const std::string text = read_fd(fd.get(), kMaxSettingsFile + 1);
+    const std::string header = settings_header(r);
+    if (text.size() > kMaxSettingsFile || text.compare(0, header.size(), header) != 0) return std::nullopt;
+    auto parsed = parse_settings(std::string_view(text).substr(header.size()));
+    if (!parsed) return std::nullopt;
+    return std::move(parsed).value();
 }
 
 std::vector<SupervisorRecord> RuntimeDir::all() const {
@@ -335,5 +377,25 @@ UniqueFd RuntimeDir::open_attach_netns(uid_t uid) const {
         return UniqueFd();
     return fd;
 }
+
+RefusalRecord RuntimeDir::read_refusals(uid_t uid) const {
+    UniqueFd fd(::openat(fd_.get(), refusals_name(uid).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) return {};
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) return {};
+    return parse_refusal_record(read_fd(fd.get(), 64)).value_or(RefusalRecord{});
+}
+
+void RuntimeDir::write_refusals(uid_t uid, const RefusalRecord& r) const {
+    // Best effort: a record that cannot be written costs only the delay's
+    // growth, never the refusal itself.
+    UniqueFd fd(::openat(fd_.get(), refusals_name(uid).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                         0600));
+    if (!fd.valid()) return;
+    const std::string text = format_refusal_record(r);
+    (void)!::write(fd.get(), text.data(), text.size());
+}
+
+void RuntimeDir::clear_refusals(uid_t uid) const { ::unlinkat(fd_.get(), refusals_name(uid).c_str(), 0); }
 
 }  // namespace clihost

@@ -16,8 +16,15 @@
 
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
+#include "decide/tenant_output.hpp"
+#include "decide/jail_settings.hpp"
 
 namespace clihost {
+
+// The record format this build writes: v2 names the supervisor's endpoint
+// (UID.sock in the runtime directory). A v1 record is a session jail of a
+// build before the owner model (no endpoint): read, recognised, only stopped.
+inline constexpr int kRecordVersion = 2;
 
 struct SupervisorRecord {
     std::string tenant;               // the account name when it started
@@ -26,9 +33,11 @@ struct SupervisorRecord {
     unsigned long long start_ticks{}; // field 22 of /proc/PID/stat
     std::string boot_id;              // /proc/sys/kernel/random/boot_id
     long long started{};              // unix time, for `list`
+    int version{kRecordVersion};      // 1: a session jail of a build before the owner model
 };
 
-// One line, "v1 TENANT UID PID START_TICKS BOOT_ID STARTED\n". Pure.
+// One line, "v2 TENANT UID PID START_TICKS BOOT_ID STARTED UID.sock\n" (v1:
+// without the endpoint). Pure.
 std::string format_record(const SupervisorRecord& r);
 // Strict inverse of format_record; anything else is an error. Pure, fuzzable.
 Result<SupervisorRecord> parse_record(std::string_view text);
@@ -43,6 +52,9 @@ std::optional<char> parse_stat_state(std::string_view stat);
 // This process's start ticks and the boot id, for a record.
 std::optional<unsigned long long> own_start_ticks();
 std::string current_boot_id();
+
+// The endpoint of the supervisor of `uid`: "UID.sock" in the runtime directory.
+std::string endpoint_name(uid_t uid);
 
 // Is the record's supervisor still the process it names? Same boot, same
 // start time (a pid is reused only after its process is gone, and never
@@ -72,6 +84,15 @@ public:
     void remove_if(uid_t uid, pid_t pid) const;
     std::vector<SupervisorRecord> all() const;
 
+    // The settings the session jail of `r` started with (jail_settings.hpp),
+    // in UID.settings beside its record: "v1 PID START_TICKS" naming the
+    // supervisor, then format_settings. Written by the supervisor before its
+    // record, removed with it (remove_if). read_settings answers only for
+    // the supervisor the record names: nothing (a jail started by a helper
+    // that recorded none, or a file left by another) otherwise.
+    Status write_settings(const SupervisorRecord& r, const JailSettings& settings) const;
+    std::optional<JailSettings> read_settings(const SupervisorRecord& r) const;
+
     // The tenant's empty network namespace, which its attach jails join
     // rather than each making one (bwrap's --unshare-net, and the namespace's
     // teardown, cost every connection about 1.3 ms of CPU here). Made by the session
@@ -100,8 +121,21 @@ public:
     // Returns the directory's path.
     Result<std::string> pam_confdir(const std::string& service) const;
 
+    // A tenant's refused attaches (UID.refused, root's, 0600), for the
+    // refusal delay (refusal_delay, tenant_output.hpp): read (none or a
+    // malformed one: no failures), written in place, removed by a success.
+    RefusalRecord read_refusals(uid_t uid) const;
+    void write_refusals(uid_t uid, const RefusalRecord& r) const;
+    void clear_refusals(uid_t uid) const;
+
 private:
     explicit RuntimeDir(UniqueFd fd) : fd_(std::move(fd)) {}
+
+public:
+    // The directory, opened (for *at calls).
+    int fd() const { return fd_.get(); }
+
+private:
     UniqueFd fd_;
 };
 

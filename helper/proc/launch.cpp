@@ -13,10 +13,13 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -27,6 +30,7 @@
 #include "proc/probe.hpp"
 #include "decide/proc_decision.hpp"
 #include "priv/seccomp_filter.hpp"
+#include "decide/tenant_output.hpp"
 #include "base/unique_fd.hpp"
 
 namespace clihost {
@@ -172,7 +176,7 @@ int place_and_exec(const BwrapExec& x, int& err) noexcept {
     // only the supervisors blocked the relayed signals since).
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
-    for (int sig : {SIGXFSZ, SIGTTOU, SIGTTIN, SIGTSTP})
+    for (int sig : {SIGXFSZ, SIGTTOU, SIGTTIN, SIGTSTP, SIGPIPE})
         if (::sigaction(sig, &dfl, nullptr) != 0) return kStepSignals;
     sigset_t none;
     sigemptyset(&none);
@@ -434,7 +438,7 @@ UniqueFd resolv_conf_fd(const std::string& text) {
 // --die-with-parent) is re-parented to the watcher and SIGKILLed.
 // For the session jail it first makes the socket directory and reports on
 // `ready_fd` once the tmux server is up. Returns its exit status.
-int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
+int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
     const bool session = plan.action == JailAction::serve;
     const bool isolated = plan.net == JailNet::isolated;
     auto failed = [&](const Error& e) {
@@ -443,7 +447,6 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
         return static_cast<int>(e.code);
     };
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return failed(fail(Exit::internal, "cannot set up the jail's watcher"));
-    if (plan.gated == (gate_fd < 0)) return failed(fail(Exit::internal, "an attach jail waits on its gate, and only it"));
     if (auto st = prove_private_proc(plan); !st) return failed(st.error());
     UniqueFd stderr_memfd;
     const std::string socket = plan.socket_dir + "/clihost.sock";
@@ -482,7 +485,11 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
     int go[2] = {-1, -1};
     int status[2] = {-1, -1};
     const bool reports_status = plan.reports_status;
-    if (!session && ::pipe2(go, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
+    // A jail its supervisor started is in a session of its own already
+    // (spawn_connection_jail): the caller's terminal is not its controlling
+    // terminal, and nothing is left to leave.
+    const bool leave_session = !session && ::getsid(0) != ::getpid();
+    if (leave_session && ::pipe2(go, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
     if (reports_status && ::pipe2(status, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
     // An isolated jail: bwrap says its child's pid on `info` and waits on
     // `block` until our root parent has attached the network (net.hpp).
@@ -502,7 +509,7 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
     // parent until both are done with the jail: bwrap reads end of file as
     // the go-ahead, and it comes only once every process of the jail is gone.
     auto started = start_bwrap_child(starting, plan, ::getpid(), stderr_memfd.get(), go[0],
-                                     {status[1], info[1], plan.gated ? gate_fd : block[0], resolv.get()});
+                                     {status[1], info[1], block[0], resolv.get()});
     if (!started) return failed(started.error());
     const pid_t bwrap = started.value();
     if (reports_status) ::close(status[1]);
@@ -521,7 +528,7 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
             return failed(fail(Exit::internal, "cannot ignore SIGPIPE"));
         }
     }
-    if (!session) {
+    if (leave_session) {
         ::close(go[0]);
         const bool left = ::setsid() >= 0 && ::write(go[1], "g", 1) == 1;
         ::close(go[1]);
@@ -584,10 +591,17 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
         // is not shown. A client that had attached and then lost its server
         // (stop, the jail's processes killed) says so on the terminal
         // itself and ends its connection. Anything else the jail wrote to
-        // stderr (bwrap's own message) goes to ours, as it would have.
+        // stderr (bwrap's own message, or whatever the tenant made its
+        // client write: detach-client -E) goes to ours escaped, each line
+        // marked as the jail's (relay_jail_stderr): never a forged
+        // "clihost-jail: " line, never a byte that drives the terminal. And
+        // the client's status, which the tenant chooses, is mapped to 0 or
+        // kClientFailedStatus, so that 1 to 4 are only ever the helper's.
         const std::string said = attach_stderr(stderr_memfd.get());
         if (exit_status_of(st) == 1 && says_no_server(said, socket) && !server_answers(socket)) return kNoServerStatus;
-        if (!said.empty()) (void)!::write(2, said.data(), said.size());
+        const std::string relayed = relay_jail_stderr(said);
+        if (!relayed.empty()) (void)!::write(2, relayed.data(), relayed.size());
+        return attach_client_status(exit_status_of(st));
     }
     return exit_status_of(st);
 }
@@ -597,26 +611,32 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd, int gate_fd) {
 // `join_netns`: an attach jail's network namespace (the tenant's empty
 // one), joined while still root, before the drop; -1 for none.
 pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, int join_netns = -1,
-                   int gate_fd = -1, const JailPlacement* place = nullptr) {
+                   const Rlimits* limits = nullptr, const JailPlacement* place = nullptr) {
     const pid_t self = ::getpid();
     const pid_t child = fault::fail("fork") ? -1 : ::fork();
     if (child == 0) {
         if (parents_end >= 0) ::close(parents_end);
+        // The tenant's limits (pam_limits'), set while still root.
+        if (limits != nullptr && !apply_rlimits(*limits)) {
+            report_tenant_failure(fail(Exit::internal, "cannot set the tenant's limits"));
+            ::_exit(static_cast<int>(Exit::internal));
+        }
         if (join_netns >= 0 && (fault::fail("setns") || ::setns(join_netns, CLONE_NEWNET) != 0)) {
             report_tenant_failure(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") +
                                                            std::strerror(errno)));
             ::_exit(static_cast<int>(Exit::internal));
         }
         if (join_netns >= 0) ::close(join_netns);
-        // The tenant's cgroup and RLIMIT_NPROC, before anything of the jail
-        // runs: everything the watcher starts is in it.
+        // The tenant's cgroup (its jails leaf) and RLIMIT_NPROC = tasks_max,
+        // after pam_limits' and before anything of the jail runs: everything
+        // the watcher starts is in it.
         if (place != nullptr) {
             if (auto st = place->apply(); !st) {
                 report_tenant_failure(st.error());
                 ::_exit(static_cast<int>(st.error().code));
             }
         }
-        run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, ready_fd, net_fd, gate_fd); });
+        run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, ready_fd, net_fd); });
     }
     return child;
 }
@@ -674,6 +694,13 @@ sigset_t relayed_signals() {
     return set;
 }
 
+sigset_t group_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGWINCH, SIGTSTP, SIGCONT}) sigaddset(&set, s);
+    return set;
+}
+
 Status block_relayed_signals() {
     const sigset_t set = relayed_signals();
     if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
@@ -699,7 +726,6 @@ void exec_jail(const Plan& plan, pid_t expected_parent) noexcept {
             if (plan.net == JailNet::tenant_empty)
                 return fail(Exit::internal, "a jail planned to join a namespace cannot be exec'd directly");
             // Nobody here would open its gate.
-            if (plan.gated) return fail(Exit::internal, "a gated jail cannot be exec'd directly");
             if (auto st = prove_private_proc(plan); !st) return st.error();
             // Nobody waits here to read a one-off jail's status: bwrap's
             // --json-status-fd writes it to /dev/null.
@@ -714,8 +740,13 @@ void exec_jail(const Plan& plan, pid_t expected_parent) noexcept {
     });
 }
 
-int supervise(pid_t child, const std::function<void(int)>& on_signal) {
-    const sigset_t set = relayed_signals();
+int supervise(pid_t child) {
+    // The terminal's signals a supervisor relays (group_signals) are waited
+    // for too: blocked only in a supervisor and the watchers it starts.
+    sigset_t set = relayed_signals();
+    const sigset_t group = group_signals();
+    for (int sig = 1; sig < NSIG; ++sig)
+        if (sigismember(&group, sig) == 1) sigaddset(&set, sig);
     int status = -1;
     bool reaped = false;
     std::time_t deadline = 0;  // set once a relayed signal was passed on
@@ -765,7 +796,14 @@ int supervise(pid_t child, const std::function<void(int)>& on_signal) {
         // on, and wake the child should something have stopped it; bwrap
         // dies, and --die-with-parent takes the whole jail with it (what it
         // leaves behind comes to us and is SIGKILLed above).
-        if (sig != SIGCHLD && on_signal) on_signal(sig);
+        // WINCH/TSTP/CONT, relayed by a front through the
+        // supervisor: to the jail's process group (the tmux client re-reads
+        // its terminal's size; a one-off command gets its ^C, ^\\, ^Z), as
+        // the terminal would send them to its foreground group.
+        if (sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT) {
+            if (!reaped) ::kill(-child, sig);
+            continue;
+        }
         if (sig != SIGCHLD && !reaped) {
             ::kill(child, sig);
             ::kill(child, SIGCONT);
@@ -783,7 +821,7 @@ int exit_status_of(int status) {
 }
 
 Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns,
-                           const std::function<Status()>& gate, const JailPlacement* place) {
+                           const JailPlacement* place) {
     auto close_pam = [&] {
         if (pam == nullptr) return;
         const auto closed = pam->close();
@@ -812,40 +850,14 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
     if (plan.net == JailNet::isolated && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
         return refused(fail(Exit::internal, "socketpair failed"));
     UniqueFd ours(chan[0]);
-    // A gated jail (an attach): the gate's two ends, a stream socket pair
-    // (a write to a jail already gone is EPIPE, never SIGPIPE).
-    int gate_ends[2] = {-1, -1};
-    if (plan.gated && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gate_ends) != 0)
-        return refused(fail(Exit::internal, "socketpair failed"));
-    UniqueFd gate_read(gate_ends[0]);
-    const UniqueFd gate_write(gate_ends[1]);
     // The jail takes the terminal's foreground (leave_process_group); the
     // caller (a shell, say) gets it back afterwards, as a shell's job
     // control would give it back, or it could no longer read its terminal.
     const bool had_foreground = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
-    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0], join_netns, gate_read.get(), place);
+    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0], join_netns, nullptr, place);
     const int fork_errno = errno;
     if (chan[1] >= 0) ::close(chan[1]);
-    gate_read.reset();
     if (child < 0) return refused(fail(Exit::internal, std::string("fork failed: ") + std::strerror(fork_errno)));
-    // The gate: the check runs here while the watcher starts bwrap, which
-    // sets the jail up and waits before running its command. Refused: the
-    // jail is killed, all of it reaped (our end still open, so bwrap never
-    // reads end of file while any of it lives), and nothing of it ran.
-    if (plan.gated) {
-        Status allowed = gate ? gate() : ok_status();
-        const char go = 'g';
-        if (allowed && ::send(gate_write.get(), &go, 1, MSG_NOSIGNAL) != 1 && errno != EPIPE && errno != ECONNRESET)
-            allowed = fail(Exit::internal, std::string("cannot let the attach jail start: ") + std::strerror(errno));
-        // EPIPE: the watcher started no jail (no tmux server: kNoServerStatus)
-        // or it failed; its status below says which.
-        if (!allowed) {
-            ::kill(child, SIGKILL);
-            (void)supervise(child);
-            if (had_foreground) (void)::tcsetpgrp(0, ::getpgrp());
-            return refused(allowed.error());
-        }
-    }
     // An isolated jail's network, attached while bwrap waits; held (its
     // exit pipe) until the jail is gone, then SIGKILLed by supervise().
     Result<UserNet> user_net = UserNet{};
@@ -869,57 +881,194 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
     return exit_status_of(status);
 }
 
-Result<int> run_attach_jail(const Plan& plan, int join_netns, const std::function<Status()>& gate,
-                            const JailPlacement* place) {
-    // Under a watcher, as a one-off jail. bwrap 0.8 arms --die-with-parent in
-    // its sandbox only once the sandbox is set up: with bwrap as this
-    // process's own child, a SIGKILL of this process during that setup (the
-    // caller may send one: our real uid is its) left the half-built attach
-    // jail running under init, a tmux client on the connection's terminal.
-    // The watcher (the tenant, a subreaper) hears of our death as SIGHUP,
-    // relays it and SIGKILLs what bwrap leaves (test_attack_signals.py::
-    // test_sigkill_of_the_attach_helper_during_bwrap_setup_leaves_no_client).
-    return run_supervised(plan, nullptr, nullptr, join_netns, gate, place);
-}
-
 Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end,
-                                    const JailPlacement* place) {
+                                    const Rlimits& limits, const JailPlacement* place) {
     if (auto st = block_relayed_signals(); !st) return st.error();
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return fail(Exit::internal, "cannot become the jail's subreaper");
-    const pid_t child = fork_watcher(plan, ready_fd, net_fd, parents_end, -1, -1, place);
+    const pid_t child = fork_watcher(plan, ready_fd, net_fd, parents_end, -1, &limits, place);
     if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
     return child;
 }
 
-Captured capture_jail(const Plan& plan, std::size_t max, bool keep_stderr) {
-    Captured c;
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return c;
+Rlimits current_rlimits() {
+    Rlimits r;
+    for (int i = 0; i < RLIM_NLIMITS; ++i)
+        if (::getrlimit(static_cast<__rlimit_resource_t>(i), &r.lim[static_cast<std::size_t>(i)]) != 0) r.ok = false;
+    return r;
+}
+
+bool apply_rlimits(const Rlimits& r) {
+    if (!r.ok) return false;
+    for (int i = 0; i < RLIM_NLIMITS; ++i) {
+        const auto res = static_cast<__rlimit_resource_t>(i);
+        rlimit want = r.lim[static_cast<std::size_t>(i)];
+        if (::setrlimit(res, &want) == 0) continue;
+        // Without CAP_SYS_RESOURCE (a host or container that withholds it)
+        // no hard limit can be raised: lowering always works, so what is
+        // set is never above `r`; what cannot be raised stays lower.
+        rlimit now{};
+        if (errno != EPERM || ::getrlimit(res, &now) != 0) return false;
+        if (want.rlim_max > now.rlim_max) want.rlim_max = now.rlim_max;
+        if (want.rlim_cur > want.rlim_max) want.rlim_cur = want.rlim_max;
+        if (::setrlimit(res, &want) != 0) return false;
+    }
+    return true;
+}
+
+Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int join_netns, const Rlimits& limits,
+                                    const JailPlacement* place) {
+    if (plan.net == JailNet::isolated || plan.action == JailAction::serve)
+        return fail(Exit::internal, "a connection jail has no network of its own and is no session jail");
+    if ((plan.net == JailNet::tenant_empty) != (join_netns >= 0))
+        return fail(Exit::internal, "an attach jail joins the tenant's empty network namespace only as planned");
     const pid_t self = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        // stdout to us; stderr nowhere for list (tmux's "no server running"
-        // is not output), the caller's for kill.
-        const int null = keep_stderr ? 2 : ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-        if (::dup2(fds[1], 1) != 1 || null < 0 || (!keep_stderr && ::dup2(null, 2) != 2))
-            ::_exit(static_cast<int>(Exit::internal));
-        exec_jail(plan, self);
+    const pid_t child = fault::fail("fork") ? -1 : ::fork();
+    if (child != 0) {
+        if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
+        return child;
     }
-    ::close(fds[1]);
-    if (pid < 0) {
-        ::close(fds[0]);
-        return c;
+    // The child, root until run_as_tenant: the handed-over descriptors as
+    // its stdio, a session of its own (the caller's terminal is never the
+    // jail's controlling terminal: no TIOCSTI, no job control of the
+    // caller's), the tenant's network namespace and limits, and nothing
+    // else of the supervisor's (its endpoint, other connections, PAM's).
+    for (int fd = 0; fd <= 2; ++fd)
+        if (::dup2(stdio[fd], fd) != fd) ::_exit(static_cast<int>(Exit::internal));
+    if (::setsid() < 0) ::_exit(static_cast<int>(Exit::internal));
+    if (join_netns >= 0 && (fault::fail("setns") || ::setns(join_netns, CLONE_NEWNET) != 0)) {
+        report_tenant_failure(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") +
+                                                       std::strerror(errno)));
+        ::_exit(static_cast<int>(Exit::internal));
     }
-    char buf[1024];
-    ssize_t n;
-    while ((n = ::read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-        if (n > 0 && c.out.size() < max) c.out.append(buf, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    c.status = exit_status_of(status);
-    if (c.out.size() > max) c.out.resize(max);
-    return c;
+    if (!apply_rlimits(limits)) {
+        report_tenant_failure(fail(Exit::internal, "cannot set the tenant's limits"));
+        ::_exit(static_cast<int>(Exit::internal));
+    }
+    // The tenant's jails leaf and RLIMIT_NPROC = tasks_max, as root.
+    if (place != nullptr) {
+        if (auto st = place->apply(); !st) {
+            report_tenant_failure(st.error());
+            ::_exit(static_cast<int>(st.error().code));
+        }
+    }
+    ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
+    if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) ::_exit(static_cast<int>(Exit::internal));
+    ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
+    run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, -1, -1); });
+}
+
+std::vector<Captured> capture_jails(const std::vector<const Plan*>& plans, std::size_t max, int deadline_ms) {
+    // Every client jail at once, each on its own pipes: a tenant whose tmux
+    // does not answer (a hook that sleeps, a stopped server) delays nobody
+    // else, and nobody past the deadline.
+    struct Running {
+        pid_t pid{-1};
+        UniqueFd out, err;
+        bool reaped{false};
+    };
+    std::vector<Captured> got(plans.size());
+    std::vector<Running> run(plans.size());
+    const pid_t self = ::getpid();
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+        int o[2] = {-1, -1};
+        int e[2] = {-1, -1};
+        if (::pipe2(o, O_CLOEXEC) != 0) continue;
+        if (::pipe2(e, O_CLOEXEC) != 0) {
+            ::close(o[0]);
+            ::close(o[1]);
+            continue;
+        }
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            if (::dup2(o[1], 1) != 1 || ::dup2(e[1], 2) != 2) ::_exit(static_cast<int>(Exit::internal));
+            exec_jail(*plans[i], self);
+        }
+        ::close(o[1]);
+        ::close(e[1]);
+        if (pid < 0) {
+            ::close(o[0]);
+            ::close(e[0]);
+            continue;
+        }
+        run[i].pid = pid;
+        run[i].out.reset(o[0]);
+        run[i].err.reset(e[0]);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    auto left_ms = [&]() -> int {
+        if (deadline_ms < 0) return -1;
+        const auto spent =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+        return spent >= deadline_ms ? 0 : static_cast<int>(deadline_ms - spent);
+    };
+    // Output, up to `max` bytes a stream (the rest is read and dropped, so
+    // that a client is never blocked on a full pipe), until every stream is
+    // at its end or the deadline has passed.
+    while (true) {
+        std::vector<pollfd> pfds;
+        std::vector<std::pair<std::size_t, bool>> which;  // (jail, stderr?)
+        for (std::size_t i = 0; i < run.size(); ++i) {
+            if (run[i].out.valid()) {
+                pfds.push_back({run[i].out.get(), POLLIN, 0});
+                which.emplace_back(i, false);
+            }
+            if (run[i].err.valid()) {
+                pfds.push_back({run[i].err.get(), POLLIN, 0});
+                which.emplace_back(i, true);
+            }
+        }
+        const int left = left_ms();
+        if (pfds.empty() || left == 0) break;
+        const int r = ::poll(pfds.data(), pfds.size(), left);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        for (std::size_t k = 0; k < pfds.size(); ++k) {
+            if (pfds[k].revents == 0) continue;
+            auto& [i, is_err] = which[k];
+            UniqueFd& fd = is_err ? run[i].err : run[i].out;
+            std::string& into = is_err ? got[i].err : got[i].out;
+            char buf[4096];
+            const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+            if (n > 0 && into.size() < max) into.append(buf, std::min(static_cast<std::size_t>(n), max - into.size()));
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) fd.reset();
+        }
+    }
+    // Then each jail's end, within what is left of the deadline; one that
+    // has not ended by then is killed (bwrap: its sandbox dies with it,
+    // --die-with-parent) and reaped. Our unreaped children: no pid reuse.
+    while (true) {
+        bool waiting = false;
+        for (std::size_t i = 0; i < run.size(); ++i) {
+            if (run[i].pid < 0 || run[i].reaped) continue;
+            int status = 0;
+            const pid_t w = ::waitpid(run[i].pid, &status, WNOHANG);
+            if (w == run[i].pid) {
+                run[i].reaped = true;
+                got[i].status = exit_status_of(status);
+            } else {
+                waiting = true;
+            }
+        }
+        if (!waiting) break;
+        if (left_ms() == 0) {
+            for (std::size_t i = 0; i < run.size(); ++i) {
+                if (run[i].pid < 0 || run[i].reaped) continue;
+                ::kill(run[i].pid, SIGKILL);
+                int status = 0;
+                while (::waitpid(run[i].pid, &status, 0) < 0 && errno == EINTR) {}
+                run[i].reaped = true;
+                got[i].timed_out = true;
+                got[i].status = exit_status_of(status);
+            }
+            break;
+        }
+        ::usleep(2000);
+    }
+    return got;
+}
+
+Captured capture_jail(const Plan& plan, std::size_t max, int deadline_ms) {
+    return capture_jails({&plan}, max, deadline_ms).front();
 }
 
 std::string dropped_output(const TenantCreds& creds, const std::vector<std::string>& argv) {

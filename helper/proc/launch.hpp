@@ -5,8 +5,10 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
+#include <array>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,6 +22,19 @@
 
 namespace clihost {
 
+// Every resource limit of this process (getrlimit), and setting them all
+// (setrlimit): the tenant's limits, read back after pam_limits set them on
+// the supervisor, are set on each jail child before it drops.
+struct Rlimits {
+    std::array<rlimit, RLIM_NLIMITS> lim{};
+    bool ok{true};
+};
+// A limit that cannot be raised (no CAP_SYS_RESOURCE) is set as high as
+// the current hard limit allows: never above `r`.
+Rlimits current_rlimits();
+bool apply_rlimits(const Rlimits& r);
+
+
 // The tmux socket directory, made by the tenant after the drop (never by
 // root: root following a tenant's symlink is how a tenant would get root to
 // create or chmod files elsewhere). $HOME/.cache and $HOME/.cache/tmux must
@@ -31,22 +46,6 @@ Status prepare_socket_dir(const std::string& home, uid_t uid);
 // read before any fork). Never returns: a failure is logged and exits.
 [[noreturn]] void exec_jail(const Plan& plan, pid_t expected_parent) noexcept;
 
-// A connection's attach jail, under this process, which waits and relays
-// HUP/INT/QUIT/TERM to it: ttyd ends a connection with SIGHUP to the
-// helper's process group, and a ttyd run by a non-root proxy may signal
-// this process (its real uid is the proxy's) but never the tenant's bwrap.
-// The jail gets a process group of its own with the terminal's foreground,
-// and a watcher between it and this process, as a one-off jail has (what
-// bwrap leaves when this process is SIGKILLed during its setup dies too).
-// `join_netns` (plan.net == JailNet::tenant_empty; else -1): the tenant's
-// empty network namespace, which the watcher joins as root before the drop.
-// `gate`: the PAM account check, run by this process while bwrap sets the
-// jail up; the tmux client starts only once it passed (run_supervised).
-// Returns the exit status to hand to our caller, or why the attach was
-// refused (the gate's error; nothing of the jail ran).
-Result<int> run_attach_jail(const Plan& plan, int join_netns, const std::function<Status()>& gate,
-                            const JailPlacement* place = nullptr);
-
 // The attach jail's status when its watcher found no tmux server on the
 // tenant's socket and started nothing (the session jail is ending): an exit
 // status no tmux client returns (it exits 0 or 1).
@@ -57,6 +56,10 @@ inline constexpr int kNoServerStatus = 75;
 // so the session is always closed (not left open by a default-action death).
 Status block_relayed_signals();
 sigset_t relayed_signals();
+// WINCH, TSTP, CONT: what a front relays through its supervisor; a
+// connection jail's watcher sends them to the jail's process group. Blocked
+// by the supervisor (its children inherit the mask).
+sigset_t group_signals();
 
 // Everything below needs nothing but the plan: who to become, what to
 // exec, with which environment, and which socket directory to make.
@@ -67,15 +70,11 @@ sigset_t relayed_signals();
 // isolated jail (plan.net) also gets its network, as `net` (net.hpp).
 // `pam` may be null (session = false, and the attach jail). `join_netns`:
 // the namespace a JailNet::tenant_empty plan joins (its watcher, as root,
-// before the drop), -1 for any other plan; a mismatch is refused. A gated
-// plan (an attach) runs `gate` (empty: none) in this process after the
-// watcher is forked; bwrap sets the jail up meanwhile and waits on the gate
-// (--block-fd) before its command runs. The gate refused: the jail is
-// killed and reaped, and its error returned.
+// before the drop), -1 for any other plan; a mismatch is refused.
 // `place`: the watcher enters the tenant's cgroup and takes its
 // RLIMIT_NPROC as root, before the drop (null: neither).
 Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns = -1,
-                           const std::function<Status()>& gate = {}, const JailPlacement* place = nullptr);
+                           const JailPlacement* place = nullptr);
 
 // The session jail's watcher, forked by its supervisor: the tenant makes
 // the tmux socket directory, starts bwrap (in a session of its own) and
@@ -85,6 +84,18 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
 // (attach_user_net, net.hpp), and closes `parents_end`, the caller's end of
 // that channel; both -1 otherwise.
 Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end,
+                                    const Rlimits& limits, const JailPlacement* place);
+
+// A connection's jail (an attach jail, a one-off jail without a network of
+// its own), started by the tenant's supervisor as its child: `stdio` (the
+// descriptors a front handed over) become the jail's 0, 1, 2; the child
+// takes a session of its own, joins `join_netns` (plan.net ==
+// JailNet::tenant_empty; else -1), takes `limits` (the tenant's), closes
+// every other descriptor, and becomes the jail's watcher (the tenant), which
+// relays WINCH/TSTP/CONT to the jail's process group and ends the
+// jail on HUP/TERM. Its exit status is the jail's. Returns its pid.
+// `place`, as for a session watcher: the jails leaf and RLIMIT_NPROC.
+Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int join_netns, const Rlimits& limits,
                                     const JailPlacement* place);
 
 // Waits for `child` with relayed_signals() blocked: relays each signal to
@@ -92,9 +103,7 @@ Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, 
 // child is gone or a relayed signal was not obeyed within a grace period
 // (a stopped or wedged tenant process must not keep a root process waiting).
 // Returns the child's wait status (-1 if it was never reaped).
-// `on_signal`, if set, is called with each relayed signal first (the
-// session jail's supervisor ends the jails by their cgroup on SIGTERM).
-int supervise(pid_t child, const std::function<void(int)>& on_signal = {});
+int supervise(pid_t child);
 
 // A wait status as an exit status: 128 + the signal, as a shell reports it.
 int exit_status_of(int status);
@@ -105,14 +114,23 @@ int exit_status_of(int status);
 void write_report(int fd, const Status& st);
 Status read_report(int fd, int seconds);
 
-// Runs a client jail (list, kill) with its stdout captured; returns the
-// exit status and up to `max` bytes of output. Its stderr goes to ours with
-// `keep_stderr`, else nowhere.
+// Runs client jails (list, kill), all at once, each with its stdout and
+// stderr captured (up to `max` bytes each; more is read and dropped). Each
+// gets until `deadline_ms` from now (-1: no deadline) to end; one that has
+// not is SIGKILLed and reaped (timed_out). A jail that could not start has
+// status -1.
 struct Captured {
     int status{-1};
+    bool timed_out{false};
     std::string out;
+    std::string err;
 };
-Captured capture_jail(const Plan& plan, std::size_t max, bool keep_stderr = false);
+std::vector<Captured> capture_jails(const std::vector<const Plan*>& plans, std::size_t max, int deadline_ms);
+Captured capture_jail(const Plan& plan, std::size_t max, int deadline_ms = -1);
+
+// Every query of a tenant's tmux (list, kill) ends within this: a tenant's
+// hook that sleeps delays nobody past it.
+inline constexpr int kTenantQueryDeadlineMs = 2000;
 
 // Runs argv as the tenant (or as `creds` for check without a tenant) after
 // the full drop; returns the first line of its stdout ("" on failure).

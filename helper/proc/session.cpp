@@ -1,31 +1,47 @@
 // session.cpp: find, start, stop the session jail. The privileged sequence
 // of a start, on one screen, is serve_session().
+// Size: the supervisor's whole start (clean state, cgroup, PAM, watcher,
+// record, endpoint) stays in one file so that its order reads top to bottom.
 #include "proc/session.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <grp.h>
+#include <linux/keyctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <memory>
 #include <optional>
 
+#include "base/fault.hpp"
 #include "proc/launch.hpp"
 #include "host/cgroup.hpp"
 #include "base/log.hpp"
 #include "proc/net.hpp"
 #include "priv/pam_session.hpp"
+#include "decide/request.hpp"
+#include "proc/owner.hpp"
+#include "version.hpp"
 
 namespace clihost {
 namespace {
 
+constexpr int kMaxPending = 8;  // the endpoint's backlog (owner.cpp caps the pending handshakes)
 constexpr int kLockSeconds = 30;
 constexpr int kStartSeconds = 20;
 constexpr int kStopSeconds = 10;
@@ -67,9 +83,79 @@ std::string limits_line(const Limits& l, const TenantCgroup& cg) {
     return out;
 }
 
-// The supervisor: root, in a session of its own, holding the tenant's PAM
-// session for as long as the session jail runs. Returns its exit status.
-int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
+// The supervisor's own limits: root's own, PID 1's (never the caller's,
+// never the tenant's), with no core dump (it holds PAM's data).
+Rlimits baseline_rlimits() {
+    Rlimits r;
+    for (int i = 0; i < RLIM_NLIMITS; ++i)
+        if (::prlimit(1, static_cast<__rlimit_resource>(i), nullptr, &r.lim[static_cast<std::size_t>(i)]) != 0)
+            r.ok = false;
+    r.lim[static_cast<std::size_t>(RLIMIT_CORE)] = {0, 0};
+    return r;
+}
+
+// A clean process: root through and through (real, effective, saved ids 0,
+// no supplementary groups: the caller that started it can no longer signal
+// it), nothing of the caller's (fds, env, cwd, umask, signal dispositions,
+// limits, keyring). KEYCTL_JOIN_SESSION_KEYRING with no name: a fresh,
+// anonymous session keyring, whatever pam_keyinit (optional) does later.
+Status clean_state(int keep_fd) {
+    if (::setresgid(0, 0, 0) != 0 || ::setgroups(0, nullptr) != 0 || ::setresuid(0, 0, 0) != 0)
+        return fail(Exit::internal, "cannot become root through and through");
+    if (::chdir("/") != 0) return fail(Exit::internal, "cannot change directory to /");
+    ::umask(022);
+    if (!detach_stdio() || ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) != 0)
+        return fail(Exit::internal, "cannot detach the supervisor");
+    // Every descriptor but stdio and the start-up report. syslog(3)'s
+    // socket first, through closelog: glibc would otherwise later send to,
+    // and close, whatever reuses its number (the start-up report, seen).
+    ::closelog();
+    if (keep_fd != 3 && (::dup2(keep_fd, 3) != 3 || ::close(keep_fd) != 0))
+        return fail(Exit::internal, "cannot keep the start-up report");
+    if (::syscall(SYS_close_range, 4U, ~0U, 0U) != 0) return fail(Exit::internal, "cannot close the caller's descriptors");
+    ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
+    if (::clearenv() != 0) return fail(Exit::internal, "cannot clear the environment");
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig)
+        if (sig != SIGKILL && sig != SIGSTOP) (void)::sigaction(sig, &dfl, nullptr);
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    if (::sigaction(SIGPIPE, &ign, nullptr) != 0) return fail(Exit::internal, "cannot ignore SIGPIPE");
+    sigset_t none;
+    sigemptyset(&none);
+    if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
+    if (!apply_rlimits(baseline_rlimits())) return fail(Exit::internal, "cannot set the supervisor's limits");
+    if (::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0)
+        return fail(Exit::host, std::string("cannot join a fresh session keyring: ") + std::strerror(errno));
+    return ok_status();
+}
+
+// The supervisor's endpoint: RUNTIME/UID.sock, a SOCK_SEQPACKET listener
+// made by root in root's 0700 directory, mode 0600.
+Result<UniqueFd> make_endpoint(const RuntimeDir& dir, uid_t uid) {
+    const std::string name = endpoint_name(uid);
+    const std::string path = std::string(CLIHOST_JAIL_RUNTIME_DIR) + "/" + name;
+    UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!sock.valid()) return fail(Exit::internal, "cannot make the supervisor's endpoint");
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path) return fail(Exit::internal, "the runtime directory's path is too long");
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    if (::unlinkat(dir.fd(), name.c_str(), 0) != 0 && errno != ENOENT)
+        return fail(Exit::internal, "cannot remove a stale endpoint " + path);
+    const mode_t old = ::umask(077);
+    const int bound = ::bind(sock.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    ::umask(old);
+    if (bound != 0 || ::listen(sock.get(), kMaxPending) != 0)
+        return fail(Exit::internal, std::string("cannot listen on ") + path + ": " + std::strerror(errno));
+    return sock;
+}
+
+// The supervisor: root, in a session of its own, the owner of every jail of
+// the tenant, holding the tenant's PAM session for as long as its session
+// jail runs. Returns its exit status. The privileged sequence, on one screen.
+int serve_session(const SessionStart& s, int report_fd) {
     auto& ctx = log::context();
     ctx.action = "session";
     ctx.session = "-";
@@ -79,17 +165,26 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
         write_report(report_fd, e);
         return static_cast<int>(e.code);
     };
-    // 1. Detach: nothing of the caller (terminal, pipes, death) reaches us.
-    if (!detach_stdio() || ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) != 0)
-        return failed(fail(Exit::internal, "cannot detach the session jail's supervisor"));
+    // 1. A clean state: nothing of the caller.
+    if (auto st = clean_state(report_fd); !st) return failed(st.error());
+    report_fd = 3;
+    auto opened_dir = RuntimeDir::open();
+    if (!opened_dir) return failed(opened_dir.error());
+    const RuntimeDir& dir = opened_dir.value();
+    // Every signal we handle arrives on a descriptor (the event loop's).
     if (auto st = block_relayed_signals(); !st) return failed(st.error());
+    const sigset_t group = group_signals();
+    if (::sigprocmask(SIG_BLOCK, &group, nullptr) != 0) return failed(fail(Exit::internal, "sigprocmask failed"));
+    const sigset_t handled = relayed_signals();
+    const UniqueFd sigfd(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!sigfd.valid()) return failed(fail(Exit::internal, "signalfd failed"));
     //    What the policy refuses, refused before the PAM session opens.
     if (auto st = validate_request(s.policy, t, Request{JailAction::serve, "", {}}, s.probe); !st)
         return failed(st.error());
     //    The tenant's cgroup, its limits written before anything enters
     //    (an explicit limit this host cannot carry refuses, exit 3); this
     //    process in its leaf, out of the caller's cgroup (a restart of the
-    //    proxy's service no longer reaches the session jail).
+    //    proxy's service no longer reaches the session jail), before PAM.
     auto cg = setup_tenant_cgroup(s.policy.limits, t.uid);
     if (!cg) return failed(cg.error());
     if (auto st = cg.value().enter_supervisor(); !st) return failed(st.error());
@@ -103,7 +198,9 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
         if (!creds) return failed(creds.error());
         net = creds.value();
     }
-    // 3. The PAM session, opened once for the session jail's lifetime.
+    // 3. The PAM session, opened once for the supervisor's lifetime. Its
+    //    limits (pam_limits sets them on this process) are the tenant's:
+    //    read back for every jail child, and the baseline restored here.
     std::unique_ptr<PamSession> pam;
     std::vector<std::string> pam_env;
     if (s.policy.pam_session) {
@@ -112,6 +209,9 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
         pam = std::move(opened).value();
         pam_env = pam->environment();
     }
+    const Rlimits tenant_limits = current_rlimits();
+    if (!tenant_limits.ok || !apply_rlimits(baseline_rlimits()))
+        return failed(fail(Exit::internal, "cannot read the tenant's limits"));
     // 4. The plan, with PAM's environment.
     auto plan = build_plan(s.policy, s.tenant, Request{JailAction::serve, "", {}}, s.probe, s.caller_env, pam_env);
     if (!plan) return failed(plan.error());
@@ -122,7 +222,7 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
     int chan[2] = {-1, -1};
     if (net && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
         return failed(fail(Exit::internal, "socketpair failed"));
-    auto watcher = spawn_session_watcher(plan.value(), ready[1], chan[1], chan[0], &place);
+    auto watcher = spawn_session_watcher(plan.value(), ready[1], chan[1], chan[0], tenant_limits, &place);
     ::close(ready[1]);
     if (chan[1] >= 0) ::close(chan[1]);
     Status up = watcher ? ok_status() : Status(watcher.error());
@@ -134,7 +234,6 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
         if (attached) {
             user_net = std::move(attached).value();
         } else if (attached.error().message != kJailEndedEarly) {
-            // A jail that ended by itself: the watcher's report says why.
             up = attached.error();
             bwrap_blocked = true;
         }
@@ -142,26 +241,34 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
     if (chan[0] >= 0) ::close(chan[0]);
     if (up) up = read_report(ready[0], kStartSeconds);
     ::close(ready[0]);
-    // 6. The record, once the jail is really up: then `run` may attach.
+    // 6. The endpoint and the record, once the jail is really up.
     SupervisorRecord rec{t.name, t.uid, ::getpid(), own_start_ticks().value_or(0), current_boot_id(),
-                         static_cast<long long>(std::time(nullptr))};
+                         static_cast<long long>(std::time(nullptr)), kRecordVersion};
+    // The fault-injection build stands in for a build before the owner
+    // model: a v1 record, no endpoint (test_owner_upgrade.py).
+    if (fault::fail("old_record")) rec.version = 1;
     if (up && (rec.start_ticks == 0 || rec.boot_id.empty()))
         up = fail(Exit::internal, "cannot read this process's start time");
-    //    Before it, the attach jails' empty network namespace. Without one
-    //    (a host that forbids the mount), each attach jail makes its own.
     bool attach_netns = false;
     if (up) {
         const auto made = dir.make_attach_netns(t.uid);
         attach_netns = made.ok();
         if (!made) log::audit("warn", made.error().message + "; every attach jail makes its own");
     }
+    //    What this jail starts with, for `list` and `check` to compare
+    //    with the config file later (jail_settings.hpp).
+    if (up) up = dir.write_settings(rec, jail_settings(s.policy));
+    UniqueFd listener;
+    if (up && rec.version == kRecordVersion) {
+        auto ep = make_endpoint(dir, t.uid);
+        if (ep) listener = std::move(ep).value();
+        else up = ep.error();
+    }
     if (up) up = dir.write(rec);
     if (!up) {
         if (attach_netns) dir.remove_attach_netns(t.uid);
+        if (listener.valid()) (void)::unlinkat(dir.fd(), endpoint_name(t.uid).c_str(), 0);
         if (watcher) {
-            // While bwrap waits on its --block-fd, the watcher holds the
-            // write end and bwrap would read its death as the go-ahead: with
-            // the channel closed, the watcher kills bwrap and ends itself.
             if (!bwrap_blocked) ::kill(watcher.value(), SIGKILL);
             (void)supervise(watcher.value());
         }
@@ -176,28 +283,21 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
                                      plan.value()));
     write_report(report_fd, ok_status());
     ::close(report_fd);
-    // 7. Wait for the jail to end (its last tmux session, `stop`, or the
-    //    watcher's death), relaying signals; then leave nothing behind.
-    //    `stop` (SIGTERM) ends the jails by their cgroup, whatever they
-    //    did (setsid, double forks, stopped processes), attach jails too.
+    // 7. Serve connections until the session jail ends (its last tmux
+    //    session, `stop`); then every jail ends, and PAM closes, once.
+    //    `stop` ends the jails by their cgroup, whatever they did (setsid,
+    //    double forks, stopped processes), connection jails too.
     bool stopped = false;
-    const int status = supervise(watcher.value(), [&](int sig) {
-        if (sig != SIGTERM) return;
-        stopped = true;
-        if (auto st = cg.value().kill_jails(); !st) log::audit("warn", st.error().message);
-    });
-    // A jail that ended by itself (its last session) leaves nothing to kill:
-    // its pid namespace ended with bwrap, and its attach jails end with
-    // their clients. A connection attaching meanwhile (its watcher in the
-    // jails leaf, waiting to report that tmux is gone) must live on.
+    const int status = serve_connections(s, dir, pam_env, tenant_limits, place, watcher.value(), std::move(listener),
+                                         attach_netns, sigfd.get(), stopped);
     const auto ooms = cg.value().usage().oom_kills.value_or(0) - oom_before;
-    // The namespace before the record: once the record is gone, a new
-    // supervisor may make its own under the same name.
-    if (attach_netns) dir.remove_attach_netns(t.uid);
     dir.remove_if(t.uid, rec.pid);
     std::string closed = pam ? ", PAM session closed" : "";
     if (pam)
         if (auto st = pam->close(); !st) closed = ", " + st.error().message;
+    ctx.caller = "-";
+    ctx.session = "-";
+    ctx.action = "session";
     const std::string why = stopped ? "stop" : ooms > 0 && exit_status_of(status) != 0 ? "OOM" : "its last session";
     log::audit("exit", "session jail ended (" + why + ") with status " + std::to_string(exit_status_of(status)) +
                            (ooms > 0 ? ", " + std::to_string(ooms) + " process(es) OOM-killed in its cgroup" : "") +
@@ -208,7 +308,7 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
 // The first fork's child: a new session, then the supervisor as its child,
 // so that the supervisor is no session leader (it can never acquire a
 // controlling terminal) and is nobody's child but init's (or a subreaper's).
-[[noreturn]] void start_supervisor(const SessionStart& s, const RuntimeDir& dir, int report_fd, int lock_fd) noexcept {
+[[noreturn]] void start_supervisor(const SessionStart& s, int report_fd, int lock_fd) noexcept {
     int code = static_cast<int>(Exit::internal);
     try {
         // The tenant's lock stays with the starter, which releases it once
@@ -216,40 +316,13 @@ int serve_session(const SessionStart& s, const RuntimeDir& dir, int report_fd) {
         ::close(lock_fd);
         if (::setsid() >= 0) {
             const pid_t pid = ::fork();
-            if (pid == 0) code = serve_session(s, dir, report_fd);
+            if (pid == 0) code = serve_session(s, report_fd);
             else code = pid < 0 ? static_cast<int>(Exit::internal) : 0;
         }
     } catch (...) {
         code = static_cast<int>(Exit::internal);
     }
     ::_exit(code);
-}
-
-// Ends the supervisor of `uid`'s record (SIGTERM: it ends the jails by
-// their cgroup, closes PAM, removes the record; SIGKILL after a grace
-// period). False if none was running. Under the tenant's lock.
-bool stop_supervisor(const RuntimeDir& dir, uid_t uid) {
-    auto r = dir.read(uid);
-    if (!r) return false;
-    const UniqueFd pidfd = open_supervisor(*r);
-    if (!pidfd.valid()) {
-        // A record left by a crash or a reboot: not trusted, not followed.
-        // What its supervisor would have removed goes with it.
-        dir.remove_attach_netns(uid);
-        dir.remove_if(uid, r->pid);
-        return false;
-    }
-    if (!signal_pidfd(pidfd.get(), SIGTERM) || !wait_pidfd(pidfd.get(), kStopSeconds)) {
-        // Its watcher hears of its death (parent-death signal) and ends the
-        // jail; the caller kills what is left by the cgroup.
-        (void)signal_pidfd(pidfd.get(), SIGKILL);
-        (void)wait_pidfd(pidfd.get(), 2);
-        dir.remove_attach_netns(uid);
-        dir.remove_if(uid, r->pid);
-        log::audit("warn", "the session jail's supervisor did not end within " + std::to_string(kStopSeconds) +
-                               " s and was killed");
-    }
-    return true;
 }
 
 }  // namespace
@@ -264,7 +337,7 @@ Result<SupervisorRecord> ensure_session_jail(const SessionStart& s) {
     int report[2];
     if (::pipe2(report, O_CLOEXEC) != 0) return fail(Exit::internal, "pipe failed");
     const pid_t first = ::fork();
-    if (first == 0) start_supervisor(s, dir.value(), report[1], lock.value().get());
+    if (first == 0) start_supervisor(s, report[1], lock.value().get());
     ::close(report[1]);
     if (first < 0) {
         ::close(report[0]);
@@ -303,6 +376,12 @@ bool session_jail_ended(const SupervisorRecord& r, int millis) {
     return n == 1;
 }
 
+std::optional<JailSettings> session_jail_settings(const SupervisorRecord& r) {
+    auto dir = RuntimeDir::open();
+    if (!dir) return std::nullopt;
+    return dir.value().read_settings(r);
+}
+
 std::vector<SupervisorRecord> live_session_jails() {
     std::vector<SupervisorRecord> out;
     auto dir = RuntimeDir::open();
@@ -312,12 +391,45 @@ std::vector<SupervisorRecord> live_session_jails() {
     return out;
 }
 
+namespace {
+
+// The supervisor of `uid`'s record ended (SIGTERM, SIGKILL after a grace
+// period); the caller holds the tenant's lock. False: none was running.
+Result<bool> stop_supervisor(const RuntimeDir& dir, uid_t uid) {
+    auto r = dir.read(uid);
+    if (!r) return false;
+    const UniqueFd pidfd = open_supervisor(*r);
+    if (!pidfd.valid()) {
+        // A record left by a crash or a reboot: not trusted, not followed.
+        // What its supervisor would have removed goes with it.
+        dir.remove_attach_netns(uid);
+        dir.remove_if(uid, r->pid);
+        return false;
+    }
+    // The supervisor relays SIGTERM: bwrap dies, its pid namespace with it,
+    // then PAM is closed and the record removed.
+    if (!signal_pidfd(pidfd.get(), SIGTERM)) return fail(Exit::internal, "cannot signal the session jail's supervisor");
+    if (!wait_pidfd(pidfd.get(), kStopSeconds)) {
+        // Its watcher hears of its death (parent-death signal) and ends the jail.
+        (void)signal_pidfd(pidfd.get(), SIGKILL);
+        (void)wait_pidfd(pidfd.get(), 2);
+        dir.remove_attach_netns(uid);
+        dir.remove_if(uid, r->pid);
+        log::audit("warn", "the session jail's supervisor did not end within " + std::to_string(kStopSeconds) +
+                               " s and was killed");
+    }
+    return true;
+}
+
+}  // namespace
+
 Result<bool> stop_session_jail(uid_t uid, const Limits& limits) {
     auto dir = RuntimeDir::open();
     if (!dir) return dir.error();
     auto lock = dir.value().lock_tenant(uid, kLockSeconds);
     if (!lock) return lock.error();
-    const bool was_running = stop_supervisor(dir.value(), uid);
+    auto was_running = stop_supervisor(dir.value(), uid);
+    if (!was_running) return was_running.error();
     // Whatever is left in the tenant's jails (of a supervisor that was
     // killed, a one-off jail), then the cgroup, under the tenant's lock: no
     // start can be setting it up meanwhile. Nothing of the tenant survives.
@@ -328,7 +440,7 @@ Result<bool> stop_session_jail(uid_t uid, const Limits& limits) {
         // (EBUSY), the empty cgroup stays for the next start.
         if (auto st = cg.remove(); !st) log::audit("warn", st.error().message);
     }
-    return was_running;
+    return was_running.value();
 }
 
 }  // namespace clihost

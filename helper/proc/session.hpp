@@ -49,6 +49,10 @@ UniqueFd open_attach_netns(const SupervisorRecord& r);
 // was still there) when this says yes.
 bool session_jail_ended(const SupervisorRecord& r, int millis);
 
+// The settings the session jail of record `r` started with, if its
+// supervisor recorded them (RuntimeDir::read_settings).
+std::optional<JailSettings> session_jail_settings(const SupervisorRecord& r);
+
 // Every live session jail (read-only).
 std::vector<SupervisorRecord> live_session_jails();
 

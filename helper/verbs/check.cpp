@@ -7,8 +7,11 @@
 
 #include <cstdio>
 
+#include "host/accounts.hpp"
 #include "host/audit_sink.hpp"
 #include "host/container_check.hpp"
+#include "host/disk_quota.hpp"
+#include "decide/jail_settings.hpp"
 #include "proc/launch.hpp"
 #include "base/log.hpp"
 #include "decide/nested_check.hpp"
@@ -174,6 +177,21 @@ int do_check(const Prepared& p, const StartState& start) {
         }
         const auto jail = find_session_jail(p.tenant->account.uid);
         line("session jail", jail ? "running (supervisor " + std::to_string(jail->pid) + ")" : "not running");
+        // A running jail keeps the settings it started with: say which the
+        // file has changed since, and what applies them (not a failure: a
+        // jail can start, and the running one is as safe as when it started).
+        if (jail) {
+            const auto drift = settings_drift(session_jail_settings(*jail), policy);
+            if (!drift.recorded)
+                line("session jail settings", "unknown (its supervisor recorded none: started by an earlier "
+                                              "clihost-jail); " + apply_changes_hint(p.tenant->account.name));
+            else if (drift.changes.empty())
+                line("session jail settings", "as in the config file");
+            else
+                line("session jail settings", "WARNING: differ from the config file: " +
+                                                  describe_changes(drift.changes) + "; " +
+                                                  apply_changes_hint(p.tenant->account.name));
+        }
         auto plan = build_plan(policy, *p.tenant, {JailAction::serve, "", {}}, p.probe, start.caller_env, {});
         if (!plan) problem("plan", plan.error().message);
         else if (can_start && !trial_jail(p, {"/bin/true"}))
@@ -190,6 +208,24 @@ int do_check(const Prepared& p, const StartState& start) {
     }
     network_section(p, can_start, line, problem);
     limits_section(p, line, problem);
+    // Without a tenant: every live session jail whose settings the file has changed.
+    if (!p.tenant)
+        for (const auto& rec : live_session_jails()) {
+            const auto drift = settings_drift(session_jail_settings(rec), policy);
+            if (drift.recorded && !drift.changes.empty())
+                line("session jail of " + rec.tenant, "WARNING: settings differ from the config file: " +
+                                                        describe_changes(drift.changes) + "; " +
+                                                        apply_changes_hint(rec.tenant));
+        }
+    // Whether a tenant can fill the file system of its home for everyone
+    // (disk_quota.hpp). Reported, not failed: a jail can start either way.
+    {
+        SystemAccountDb db;
+        const auto accounts =
+            p.tenant ? std::vector<Account>{p.tenant->account} : routes::tenant_group_members(policy, db);
+        for (const auto& a : accounts)
+            line("disk quota of " + a.name, quota_verdict(read_quota_facts(a.home, a.name, a.uid)).text);
+    }
     // An open route around the jail fails check too (routes.hpp).
     const bool closed = routes::report_for_check(policy, p.tenant ? &p.tenant->account : nullptr, r);
     if (const auto sink = probe_audit_sink(); sink.ok) line("audit log", sink.detail); else problem("audit log", sink.detail);

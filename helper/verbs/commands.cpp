@@ -13,9 +13,11 @@
 #include "verbs/check.hpp"
 #include "host/cgroup.hpp"
 #include "decide/cli.hpp"
+#include "decide/request.hpp"
 #include "host/config_file.hpp"
 #include "host/container_check.hpp"
 #include "base/fault.hpp"
+#include "proc/front.hpp"
 #include "proc/launch.hpp"
 #include "base/log.hpp"
 #include "proc/net.hpp"
@@ -24,7 +26,9 @@
 #include "proc/probe.hpp"
 #include "decide/proc_decision.hpp"
 #include "host/routes.hpp"
+#include "host/runtime_state.hpp"
 #include "proc/session.hpp"
+#include "decide/tenant_output.hpp"
 #include "host/trusted_path.hpp"
 #include "base/unique_fd.hpp"
 #include "version.hpp"
@@ -72,7 +76,7 @@ Caller note_caller(const StartState& start, const AccountDb& db) {
     return caller;
 }
 
-Result<Prepared> prepare(const StartState& start, const CommandLine& cl, const AccountDb& db, Caller caller) {
+Result<Prepared> prepare(const StartState& start, const AccountDb& db, Caller caller) {
     Prepared p;
     p.caller = std::move(caller);
 
@@ -81,14 +85,34 @@ Result<Prepared> prepare(const StartState& start, const CommandLine& cl, const A
     if (!loaded) return loaded.error();
     p.loaded = std::move(loaded).value();
     if (auto st = authorize_caller(p.loaded.policy, p.caller, db); !st) return st.error();
-    // stop and list name a tenant who may no longer qualify (disabled,
-    // removed from the group): they look it up themselves.
-    if (cl.user && cl.verb != Verb::stop && cl.verb != Verb::list) {
-        auto t = validate_tenant(p.loaded.policy, *cl.user, db, inspect_home);
-        if (!t) return t.error();
-        p.tenant = std::move(t).value();
-    }
     return p;
+}
+
+// A refused attach exits only after the tenant's refusal delay (1 s,
+// doubling per refusal up to refusal_delay_max, reset by a success), as
+// login and sshd delay a failed login: ttyd's page reconnects at once
+// whenever its connection ends, and a tenant whose account expired made
+// 29 setuid runs, PAM checks and 58 audit lines in 4 s. The record is kept
+// (before the wait, so that killing this process does not reset it) in the
+// root-owned runtime directory, by uid; a name with no account waits 1 s.
+void refusal_backoff(const Policy& policy, const std::string& tenant, const AccountDb& db) {
+    if (policy.refusal_delay_max == 0 || ::geteuid() != 0) return;
+    unsigned delay = 1;
+    if (const auto a = db.user_by_name(tenant)) {
+        if (auto dir = RuntimeDir::open()) {
+            const auto d = refusal_delay(dir.value().read_refusals(a->uid), std::time(nullptr),
+                                         policy.refusal_delay_max);
+            dir.value().write_refusals(a->uid, d.next);
+            delay = d.delay;
+        }
+    }
+    unsigned left = delay;
+    while (left > 0) left = ::sleep(left);
+}
+
+// An attach was allowed: the tenant's refusal delay starts again at 1 s.
+void clear_refusals(uid_t uid) {
+    if (auto dir = RuntimeDir::open()) dir.value().clear_refusals(uid);
 }
 
 Status require_root(const Prepared& p) {
@@ -103,17 +127,21 @@ Result<Plan> plan_for(const Prepared& p, const StartState& start, const Request&
     return build_plan(p.policy(), *p.tenant, req, p.probe, start.caller_env, pam_env);
 }
 
-// The uid of a tenant named for stop/list: a passwd entry in the tenant uid
-// range, or, for an account already deleted, the name a live record keeps.
+// The uid of a tenant named for stop/list: a tenant (validate_tenant), or
+// the owner of a live session jail, by its account's uid or, for an account
+// already deleted, by the name its record keeps (a removed or disabled
+// tenant's jail can still be stopped). Anyone else is refused, before any
+// lock file is made for them.
 Result<uid_t> tenant_uid(const Policy& policy, const std::string& name, const AccountDb& db) {
-    if (auto a = db.user_by_name(name)) {
-        if (a->uid == 0 || a->uid < policy.min_uid || a->uid > policy.max_uid)
-            return fail(Exit::refused, "tenant " + name + " refused: uid outside the tenant range");
-        return a->uid;
+    const auto a = db.user_by_name(name);
+    if (a) {
+        auto t = validate_tenant(policy, name, db, inspect_home);
+        if (t && t.value().account.uid == a->uid) return a->uid;
     }
     for (const auto& r : live_session_jails())
-        if (r.tenant == name) return r.uid;
-    return fail(Exit::refused, "tenant " + name + " refused: no such user");
+        if (a ? r.uid == a->uid : r.tenant == name) return r.uid;
+    if (!a) return fail(Exit::refused, "tenant " + name + " refused: no such user");
+    return fail(Exit::refused, "tenant " + name + " refused: not a tenant, and no session jail of its runs");
 }
 
 std::string render(const Plan& plan) {
@@ -198,8 +226,53 @@ Status attach_allowed(const Prepared& p, const AccountDb* db) {
     return PamSession::check_account(policy.pam_service, p.tenant->account.name, p.caller.name);
 }
 
-// run without a command: find or start the tenant's session jail, then
-// become this connection's attach jail.
+// The request a front hands over: what to start, and who asks (for the
+// supervisor's audit lines). Only well-formed extra_env candidates travel.
+HandoverRequest handover_request(const Prepared& p, const CommandLine& cl, const StartState& start) {
+    HandoverRequest r;
+    r.kind = cl.command.empty() ? HandoverKind::attach : HandoverKind::command;
+    r.session = *cl.session;
+    r.command = cl.command;
+    for (const auto& [name, value] : start.caller_env)
+        if (r.extra_env.size() < kMaxRequestEnv && is_well_formed_env_value(value)) r.extra_env.emplace(name, value);
+    r.caller = p.caller.name;
+    r.caller_uid = static_cast<long>(p.caller.uid);
+    r.via = log::context().via;
+    r.sudo_uid = start.creds.sudo_uid.value_or("-");
+    return r;
+}
+
+// The front: hand the request to the tenant's supervisor (started if T has
+// none), relay, return the jail's status. A supervisor that was ending as
+// the request arrived (a typed outcome: retry) is waited for, and a new one
+// started, once, after the same checks.
+int hand_to_supervisor(const Prepared& p, const StartState& start, const AccountDb& db, const HandoverRequest& req) {
+    const Policy& policy = p.policy();
+    for (int attempt = 0;; ++attempt) {
+        auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
+        if (!jail) return refuse(jail.error());
+        if (jail.value().version != kRecordVersion)
+            return refuse(fail(Exit::host, "the session jail of " + p.tenant->account.name + " (supervisor " +
+                                               std::to_string(jail.value().pid) + ") is of another version (record v" +
+                                               std::to_string(jail.value().version) +
+                                               "): end it with clihost-jail stop --user " + p.tenant->account.name));
+        log::audit("allow", "handing over to the supervisor " + std::to_string(jail.value().pid));
+        auto out = hand_over(jail.value(), req);
+        if (!out) return refuse(out.error());
+        // An attach's status is what its watcher made of the tenant's tmux
+        // client (0, kClientFailedStatus, 128 + N: README, "Exit codes").
+        if (out.value().kind == Handover::Kind::done)
+            return req.kind == HandoverKind::attach ? attach_watcher_status(out.value().status, kNoServerStatus)
+                                                    : out.value().status;
+        if (attempt > 0 || !session_jail_ended(jail.value(), 5000))
+            return refuse(fail(Exit::host, "the supervisor " + std::to_string(jail.value().pid) +
+                                               " closed the connection and still runs"));
+        log::audit("warn", "the session jail ended as this connection arrived; attaching to a new one");
+        if (auto st = attach_allowed(p, &db); !st) return refuse(st.error());
+    }
+}
+
+// run without a command: the checks, PAM's account check, then the front.
 int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     const Policy& policy = p.policy();
     if (auto st = require_root(p); !st) return refuse(st.error());
@@ -207,56 +280,13 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start,
     if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
     if (auto st = require_proc_sys_writable(true); !st) return refuse(st.error());
     // What the policy refuses, refused before the account check or a
-    // session jail's start (its serve plan makes the same shell check).
+    // supervisor's start.
     if (auto st = validate_request(policy, p.tenant->account, {JailAction::attach, *cl.session, {}}, p.probe); !st)
         return refuse(st.error());
-    // A reconnect (the tenant's session jail runs), the hot path: PAM's
-    // account check runs while bwrap sets the attach jail up, which starts
-    // its tmux client only once the check has passed (run_attach_jail's
-    // gate). A first connection checks before a session jail starts.
-    bool checked = false;
-    if (!find_session_jail(p.tenant->account.uid)) {
-        if (auto st = attach_allowed(p, nullptr); !st) return refuse(st.error());
-        checked = true;
-    }
-    for (int attempt = 0;; ++attempt) {
-        auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
-        if (!jail) return refuse(jail.error());
-        // The tenant's empty network namespace, which that session jail
-        // holds; without it (it has just ended, or could not make one) the
-        // attach jail makes its own. No network either way.
-        const UniqueFd netns = open_attach_netns(jail.value());
-        auto attach = plan_for(p, start, {JailAction::attach, *cl.session, {}, netns.valid()});
-        if (!attach) return refuse(attach.error());
-        log::audit("allow", audit_reason("attach to the session jail of supervisor " + std::to_string(jail.value().pid) +
-                                             ", network " + std::string(jail_net_name(attach.value().net)) +
-                                             (checked ? "" : ", the PAM account check running as bwrap sets up"),
-                                         attach.value()));
-        // The attach jail in the tenant's cgroup, which its session jail's
-        // supervisor set up (none where this host has no cgroup to use).
-        const TenantCgroup cg = open_tenant_cgroup(policy.limits, p.tenant->account.uid);
-        const JailPlacement place{cg.placed() ? &cg : nullptr, policy.limits.tasks_max};
-        const auto status = run_attach_jail(
-            attach.value(), netns.get(),
-            [&]() -> Status {
-                if (checked) return ok_status();
-                if (fault::fail("slow_account_check")) ::sleep(2);
-                return attach_allowed(p, nullptr);
-            },
-            &place);
-        if (!status) return refuse(status.error());
-        checked = true;
-        if (status.value() != kNoServerStatus) return status.value();
-        // The session jail found was ending: its tmux server was gone (the
-        // tenant's last shell had just exited), its supervisor not yet, and
-        // the watcher started no client. Once that jail is gone, attach
-        // again, once, to a new one, after the same checks.
-        if (attempt > 0 || !session_jail_ended(jail.value(), 5000))
-            return refuse(fail(Exit::host, "the session jail's tmux server is gone while its supervisor " +
-                                               std::to_string(jail.value().pid) + " still runs"));
-        log::audit("warn", "the session jail ended as this connection attached; attaching to a new one");
-        if (auto st = attach_allowed(p, &db); !st) return refuse(st.error());
-    }
+    if (fault::fail("slow_account_check")) ::sleep(2);  // tests: a window before the handover
+    if (auto st = attach_allowed(p, nullptr); !st) return refuse(st.error());
+    clear_refusals(p.tenant->account.uid);
+    return hand_to_supervisor(p, start, db, handover_request(p, cl, start));
 }
 
 // run -- COMMAND: a one-off jail of its own, never the session jail.
@@ -298,7 +328,7 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
         log::audit("allow", audit_reason("starting bwrap, /proc " + plan.value().proc_source +
                                              ", network isolated, no PAM session" + unenforced,
                                          plan.value()));
-        auto status = run_supervised(plan.value(), nullptr, &*net, -1, {}, &place);
+        auto status = run_supervised(plan.value(), nullptr, &*net, -1, &place);
         if (!status) return refuse(status.error());
         log::audit("exit", "jail exited with status " + std::to_string(status.value()));
         return status.value();
@@ -312,7 +342,7 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
     log::audit("allow", audit_reason("PAM session open, starting bwrap, /proc " + plan.value().proc_source +
                                          ", network " + std::string(jail_net_name(plan.value().net)) + unenforced,
                                      plan.value()));
-    auto status = run_supervised(plan.value(), pam.value().get(), net ? &*net : nullptr, -1, {}, &place);
+    auto status = run_supervised(plan.value(), pam.value().get(), net ? &*net : nullptr, -1, &place);
     if (!status) return refuse(status.error());
     log::audit("exit", "jail exited with status " + std::to_string(status.value()) + ", PAM session closed");
     return status.value();
@@ -329,14 +359,25 @@ int do_kill(const Prepared& p, const CommandLine& cl, const StartState& start) {
     auto plan = plan_for(p, start, {JailAction::kill_session, *cl.session, {}});
     if (!plan) return refuse(plan.error());
     log::audit("allow", audit_reason("starting bwrap (kill-session)", plan.value()));
-    // tmux's own refusal ("can't find session") reaches the caller's stderr.
-    const auto killed = capture_jail(plan.value(), std::size_t{64} * 1024, true);
+    // Within the deadline: a tenant's hook may make its tmux never answer.
+    // What tmux said ("can't find session") is the tenant's: it reaches the
+    // caller only escaped, inside the helper's own one line, and any status
+    // but 0 is the helper's refusal (1).
+    const auto killed = capture_jail(plan.value(), std::size_t{64} * 1024, kTenantQueryDeadlineMs);
+    const std::string who = "session " + *cl.session + " of tenant " + p.tenant->account.name;
+    if (killed.timed_out)
+        return refuse(fail(Exit::refused, who + " not killed: its tmux did not answer within " +
+                                              std::to_string(kTenantQueryDeadlineMs / 1000) + " s"));
+    if (killed.status != 0) {
+        const std::string said = killed.err.substr(0, killed.err.find('\n'));
+        return refuse(fail(Exit::refused, who + " not killed" + (said.empty() ? "" : ": tmux said: " + said)));
+    }
     // No session left: the session jail is ending (exit-empty). Return once
     // it is gone, so that the caller's next `run` starts a new one rather
     // than find the old one's record while it ends.
-    if (killed.status == 0 && killed.out.empty() && !session_jail_ended(*jail, 5000))
+    if (killed.out.empty() && !session_jail_ended(*jail, 5000))
         log::audit("warn", "the session jail's last session was killed but it has not ended within 5 s");
-    return killed.status;
+    return 0;
 }
 
 int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
@@ -351,17 +392,14 @@ int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
     return std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
 }
 
-std::string iso_time(long long t) {
-    char buf[32];
-    const std::time_t tt = static_cast<std::time_t>(t);
-    std::tm tm{};
-    if (::gmtime_r(&tt, &tm) == nullptr || std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) return "-";
-    return buf;
-}
-
-// list: one line per live session jail, for a proxy to parse:
-// tenant=NAME uid=UID supervisor=PID started=ISO8601 sessions=a,b,c memory=BYTES tasks=N
-// (sessions=- when they cannot be listed, e.g. the tenant is disabled).
+// list: one line (or JSON object, --json) per live session jail, for a
+// proxy to parse (render_list_text, render_list_json). Every tenant's tmux
+// is asked at once, each within the deadline: one that does not answer is
+// `sessions=?` and delays nobody else. Nothing a tenant says reaches the
+// output but its session names, escaped (caller_session_name). changed=:
+// the settings the jail runs with that differ from the config file now
+// (a running jail keeps them until `stop`). memory=, tasks=: the usage of
+// all the tenant's jails, from its cgroup (`-`/null: none on this host).
 int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     if (auto st = require_root(p); !st) return refuse(st.error());
     std::optional<uid_t> only;
@@ -370,30 +408,49 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
         if (!uid) return refuse(uid.error());
         only = uid.value();
     }
-    std::string out;
+    std::vector<ListEntry> entries;
+    std::vector<Plan> plans;
+    std::vector<std::size_t> owner;  // plans[i] asks for entries[owner[i]]
     for (const auto& r : live_session_jails()) {
         if (only && r.uid != *only) continue;
-        std::string sessions = "-";
+        ListEntry e;
+        e.tenant = r.tenant;
+        e.uid = r.uid;
+        e.supervisor = r.pid;
+        e.started = r.started;
+        e.state = SessionsState::not_queried;
         auto tenant = validate_tenant(p.policy(), r.tenant, db, inspect_home);
         if (tenant && tenant.value().account.uid == r.uid) {
             auto plan = build_plan(p.policy(), tenant.value(), {JailAction::list_sessions, "", {}}, p.probe,
                                    start.caller_env, {});
+            e.state = SessionsState::no_answer;
             if (plan) {
-                auto got = capture_jail(plan.value(), std::size_t{64} * 1024);
-                if (got.status == 0) {
-                    sessions.clear();
-                    for (char c : got.out) sessions += c == '\n' ? ',' : c;
-                    while (!sessions.empty() && sessions.back() == ',') sessions.pop_back();
-                }
+                plans.push_back(std::move(plan).value());
+                owner.push_back(entries.size());
             }
         }
-        // Usage of all the tenant's jails, from its cgroup ("-": none).
+        const auto drift = settings_drift(session_jail_settings(r), p.policy());
+        e.settings_recorded = drift.recorded;
+        for (const auto& c : drift.changes) e.changed.push_back(c.key);
+        // Usage of all the tenant's jails, from its cgroup (none: unknown).
         const auto use = open_tenant_cgroup(p.policy().limits, r.uid).usage();
-        auto num = [](const std::optional<std::uint64_t>& n) { return n ? std::to_string(*n) : std::string("-"); };
-        out += "tenant=" + r.tenant + " uid=" + std::to_string(r.uid) + " supervisor=" + std::to_string(r.pid) +
-               " started=" + iso_time(r.started) + " sessions=" + (sessions.empty() ? "-" : sessions) +
-               " memory=" + num(use.memory) + " tasks=" + num(use.tasks) + "\n";
+        auto num = [](const std::optional<std::uint64_t>& n) -> std::optional<long long> {
+            if (!n) return std::nullopt;
+            return static_cast<long long>(*n);
+        };
+        e.figures = {{"memory", num(use.memory)}, {"tasks", num(use.tasks)}};
+        entries.push_back(std::move(e));
     }
+    std::vector<const Plan*> asked;
+    for (const auto& plan : plans) asked.push_back(&plan);
+    const auto got = capture_jails(asked, std::size_t{64} * 1024, kTenantQueryDeadlineMs);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        if (got[i].timed_out || got[i].status != 0) continue;
+        entries[owner[i]].state = SessionsState::listed;
+        entries[owner[i]].sessions = listed_sessions(got[i].out, 1024);
+    }
+    std::string out;
+    for (const auto& e : entries) out += cl.json ? render_list_json(e) : render_list_text(e);
     const bool written = std::fputs(out.c_str(), stdout) >= 0;
     log::audit("allow", "listed session jails");
     return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
@@ -420,9 +477,21 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
     if (cl.user) ctx.tenant = *cl.user;
     if (cl.session) ctx.session = *cl.session;
 
-    auto prepared = prepare(start, cl, db, std::move(caller));
+    auto prepared = prepare(start, db, std::move(caller));
     if (!prepared) return refuse(prepared.error());
     Prepared& p = prepared.value();
+    const bool attach = cl.verb == Verb::run && cl.command.empty();
+    // stop and list name a tenant who may no longer qualify (disabled,
+    // removed from the group): they look it up themselves.
+    if (cl.user && cl.verb != Verb::stop && cl.verb != Verb::list) {
+        auto t = validate_tenant(p.policy(), *cl.user, db, inspect_home);
+        if (!t) {
+            const int rc = refuse(t.error());
+            if (attach && t.error().code == Exit::refused) refusal_backoff(p.policy(), *cl.user, db);
+            return rc;
+        }
+        p.tenant = std::move(t).value();
+    }
     // proc = private needs no host trial to plan a jail: the jail's first
     // tenant process runs it right before exec (exit 3 if it fails). check
     // always runs it here, and the other modes need its answer to plan.
@@ -433,7 +502,12 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
     switch (cl.verb) {
         case Verb::print: return do_print(p, cl, start);
         case Verb::check: return do_check(p, start);
-        case Verb::run: return cl.command.empty() ? do_attach(p, cl, start, db) : do_command(p, cl, start);
+        case Verb::run: {
+            if (!attach) return do_command(p, cl, start);
+            const int rc = do_attach(p, cl, start, db);
+            if (rc == static_cast<int>(Exit::refused)) refusal_backoff(p.policy(), *cl.user, db);
+            return rc;
+        }
         case Verb::kill: return do_kill(p, cl, start);
         case Verb::stop: return do_stop(p, cl, db);
         case Verb::list: return do_list(p, cl, start, db);

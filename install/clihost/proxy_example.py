@@ -22,11 +22,14 @@ and ttyd keeps serving the same session to the next tab. The proxy's three
 lifecycle calls:
 - DELETE of a terminal: stop its ttyd (SIGTERM, reap it), remove its socket,
   then `kill` the tmux session; the last session's end ends the tenant's session jail.
-- proxy restart: running ttyds and their connections may die; the session
-  jails live on. `list` says which tenants and sessions exist: start ttyd
-  again for each session the proxy still knows.
-- tenant removed or disabled: `stop` ends its session jail and everything in
-  it (expire or remove the account first, so that no new attach starts one).
+- proxy restart: the proxy ends the ttyds it started (on SIGTERM, and at
+  its next start those a killed proxy left, by their pid files), which ends
+  their connections; the session jails live on. `list --json` says which
+  tenants and sessions exist: start ttyd again for each session the proxy
+  still knows. Two ttyds never serve one socket path.
+- tenant removed or disabled: expire (or remove) the account, so that no new
+  attach starts a jail; stop its ttyds (DELETE of each terminal, or
+  stop_terminal), then `stop` ends its session jail and everything in it.
 
 ttyd listens on a UNIX socket, /run/clihost/TENANT@SESSION.sock, never on
 TCP: ttyd has no authentication of its own here, and a TCP port on
@@ -47,6 +50,7 @@ import pwd
 import re
 import shlex
 import shutil
+import signal
 import socket
 import stat
 import struct
@@ -84,7 +88,11 @@ USER_RE = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]{0,31}\Z")
 CHILD_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 # Exit codes of the helper itself; any other code is the jailed command's.
+# An attach (run without a command) reports only these, 0, 128 + N (its
+# client killed by signal N) and 5 for any other status of the tenant's
+# tmux client, which the tenant chooses (README, "Exit codes").
 HELPER_EXIT = {1: "refused by policy", 2: "usage error", 3: "host cannot run a safe jail", 4: "internal error"}
+ATTACH_CLIENT_FAILED = 5
 
 
 def _check_names(user, session):
@@ -242,35 +250,125 @@ def stop_argv(helper, user, via_sudo=False):
 
 
 def list_argv(helper, user=None, via_sudo=False):
-    """argv that lists the live session jails (of one tenant)."""
+    """argv that lists the live session jails (of one tenant), as JSON Lines."""
     if user is not None:
         _check_names(user, "x")
-    return [*_helper_prefix(helper, via_sudo), "list", *(["--user", user] if user is not None else [])]
+    return [*_helper_prefix(helper, via_sudo), "list", "--json", *(["--user", user] if user is not None else [])]
 
 
 def parse_list(text):
-    """`list` output -> {tenant: [session, ...]}: one line per session jail,
-    tenant=NAME uid=UID supervisor=PID started=ISO8601 sessions=a,b (or -)."""
+    """`list --json` output -> {tenant: [session, ...] or None}: one JSON
+    object per session jail; None when its tenant's tmux did not answer in
+    time or it is no longer a tenant ("sessions_state" says which). Session
+    names are the caller's own; one a tenant made itself shows every byte
+    outside [A-Za-z0-9_.-] as \\xNN, so it never matches a name the proxy
+    asked for by accident. A tenant listed twice is refused (ValueError):
+    the helper never writes one twice, so it would be a forgery."""
     out = {}
     for line in text.splitlines():
-        fields = dict(f.split("=", 1) for f in line.split(" ") if "=" in f)
-        sessions = fields.get("sessions", "-")
-        out[fields["tenant"]] = [] if sessions == "-" else sessions.split(",")
+        entry = json.loads(line)
+        tenant, sessions = entry["tenant"], entry["sessions"]
+        if not isinstance(tenant, str) or not (sessions is None or isinstance(sessions, list)):
+            raise ValueError(f"malformed list entry: {line!r}")
+        if tenant in out:
+            raise ValueError(f"tenant {tenant!r} listed twice")
+        out[tenant] = None if sessions is None else [str(x) for x in sessions]
     return out
+
+
+def _pid_file(sock_path):
+    return sock_path[:-len(".sock")] + ".pid"
+
+
+def _start_ticks(pid):
+    """Field 22 of /proc/PID/stat (counted after the last ')'), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def end_ttyd(proc_or_pid, timeout=10.0):
+    """SIGTERM, then SIGKILL after TIMEOUT: a Popen (reaped) or a pid."""
+    if isinstance(proc_or_pid, subprocess.Popen):
+        if proc_or_pid.poll() is None:
+            proc_or_pid.terminate()
+            try:
+                proc_or_pid.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc_or_pid.kill()
+                proc_or_pid.wait()
+        return
+    pid = proc_or_pid
+    ticks = _start_ticks(pid)
+    try:
+        os.kill(pid, 15)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _start_ticks(pid) != ticks:
+            return
+        time.sleep(0.05)
+    try:
+        os.kill(pid, 9)
+    except ProcessLookupError:
+        pass
+
+
+def end_previous_ttyd(sock_path):
+    """The ttyd a previous proxy process started on SOCK_PATH (its pid file:
+    pid and start time, so a reused pid is never signalled) is ended, and
+    its socket removed: a second ttyd never binds a path one still serves,
+    and the old one, ending later, never unlinks the new one's socket."""
+    pid_file = _pid_file(sock_path)
+    try:
+        with open(pid_file) as f:
+            pid, ticks = f.read().split()
+        pid = int(pid)
+    except (OSError, ValueError):
+        pid = ticks = None
+    if pid is not None and pid > 1 and _start_ticks(pid) == ticks:
+        end_ttyd(pid)
+    if pid is not None:
+        os.unlink(pid_file)
+    remove_socket(sock_path)
 
 
 def launch_terminal(user, session, helper=HELPER, ttyd=TTYD, via_sudo=False, socket_dir=SOCKET_DIR):
     """Start ttyd for the tenant; returns the Popen (the proxy reaps it),
     with .socket_path where it listens. ttyd: find_ttyd(ttyd) (TtydNotFound
-    before anything is made)."""
+    before anything is made). A ttyd an earlier proxy process started on
+    that path is ended first (end_previous_ttyd)."""
     ttyd = find_ttyd(ttyd)
     ensure_socket_dir(socket_dir)
     argv = terminal_argv(helper, user, session, ttyd=ttyd, socket_dir=socket_dir, via_sudo=via_sudo)
+    path = socket_path(user, session, socket_dir)
+    end_previous_ttyd(path)
     # start_new_session: the proxy's own signals (Ctrl-C in a dev shell) do
-    # not hit running terminals; the proxy ends them explicitly.
+    # not hit running terminals; the proxy ends them explicitly (stop_terminal,
+    # and on SIGTERM: main).
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=CHILD_ENV, close_fds=True, start_new_session=True)
-    proc.socket_path = socket_path(user, session, socket_dir)
+    proc.socket_path = path
+    ticks = _start_ticks(proc.pid)
+    if ticks is not None:
+        tmp = _pid_file(path) + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{proc.pid} {ticks}\n")
+        os.replace(tmp, _pid_file(path))
     return proc
+
+
+def stop_terminal(ttyd_proc, socket_dir=None):
+    """End a ttyd this process started (its connections end; the session
+    jail lives on), and remove its socket and pid file."""
+    end_ttyd(ttyd_proc)
+    remove_socket(ttyd_proc.socket_path)
+    try:
+        os.unlink(_pid_file(ttyd_proc.socket_path))
+    except FileNotFoundError:
+        pass
 
 
 def connect_ttyd(path, timeout=10.0):
@@ -444,14 +542,8 @@ def delete_terminal(ttyd_proc, user, session, helper=HELPER, via_sudo=False, soc
     """What the proxy does on DELETE: stop ttyd first (no new connection can
     start an attach), remove its socket (left behind if ttyd was killed),
     then end the tmux session (its last one ends the tenant's session jail)."""
-    if ttyd_proc.poll() is None:
-        ttyd_proc.terminate()
-        try:
-            ttyd_proc.wait(10)
-        except subprocess.TimeoutExpired:
-            ttyd_proc.kill()
-            ttyd_proc.wait()
-    remove_socket(socket_path(user, session, socket_dir))
+    ttyd_proc.socket_path = socket_path(user, session, socket_dir)
+    stop_terminal(ttyd_proc)
     return kill_session(user, session, helper=helper, via_sudo=via_sudo)
 
 
@@ -468,8 +560,10 @@ def stop_tenant(user, helper=HELPER, via_sudo=False, timeout=60):
     return False, f"{HELPER_EXIT.get(r.returncode, 'error')}: {r.stderr.strip()}"
 
 
-def list_sessions(helper=HELPER, user=None, via_sudo=False, timeout=60):
-    """{tenant: [session, ...]} of the live session jails."""
+def list_sessions(helper=HELPER, user=None, via_sudo=False, timeout=10):
+    """{tenant: [session, ...] or None} of the live session jails (the
+    helper answers within a few seconds: each tenant's tmux is asked with a
+    deadline of its own)."""
     r = _run_helper(list_argv(helper, user, via_sudo=via_sudo), timeout)
     if r.returncode != 0:
         raise RuntimeError(f"{HELPER_EXIT.get(r.returncode, 'error')}: {r.stderr.strip()}")
@@ -523,7 +617,19 @@ def main(argv=None):
         except SocketDirError as e:
             print(f"proxy_example: {e}", file=sys.stderr)
             return 1
-        return proc.wait()
+
+        # A proxy stopped (SIGTERM: systemd, a restart) ends its ttyd, and
+        # with it the ttyd's connections; never the session jail. The
+        # handler only notes it (a Popen.wait in a handler would deadlock
+        # with one in progress).
+        stopping = []
+        signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
+        while proc.poll() is None and not stopping:
+            time.sleep(0.1)
+        if stopping:
+            stop_terminal(proc)
+            return 0
+        return proc.returncode
     if a.action == "list":
         r = _run_helper(cmd)
         sys.stdout.write(r.stdout)

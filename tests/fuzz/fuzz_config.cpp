@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "decide/config.hpp"
+#include "decide/jail_settings.hpp"
 
 using namespace clihost;
 
@@ -66,5 +67,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const auto r = resolve_limits(l, avail);
         if (r.memory_max) check(*r.memory_max >= kMinMemoryLimit);
     }
+    // setenv: bounded; no identity, loader or sandbox variable; PATH keeps
+    // the default's entries; values without blanks, quotes or control bytes
+    // and with no variable but $HOME; each item accepted on its own again.
+    check(p.setenv.size() <= kMaxSetenvItems);
+    if (!p.setenv.empty()) check(text.find("setenv") != std::string_view::npos);
+    for (const auto& e : p.setenv) {
+        check(is_valid_env_name(e.name) && e.value.size() <= kMaxSetenvValue);
+        check(e.name != "TTYD_SANDBOX" && e.name != "HOME" && e.name != "USER" && e.name != "LOGNAME" &&
+              e.name != "SHELL");
+        check(e.name == "PATH" || !is_reserved_env_name(e.name));
+        for (char c : e.value) check(static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f);
+        check(parse_setenv(e.name + "=" + e.value).ok());
+        if (e.name == "PATH") check(e.value.find(kDefaultJailPath) != std::string::npos);
+        const std::string expanded = expand_home(e.value, "/home/t");
+        check(expanded.find('$') == std::string::npos);
+        for (const auto& n : p.extra_env) check(n != e.name);
+    }
+    // What a supervisor records of this policy reads back as itself.
+    const auto settings = jail_settings(p);
+    const auto back = parse_settings(format_settings(settings));
+    check(back.ok() && back.value() == settings && setting_changes(settings, back.value()).empty());
     return 0;
 }

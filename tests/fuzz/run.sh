@@ -20,7 +20,7 @@ top=$(pwd)
 seconds=${1:-30}
 case $seconds in ''|*[!0-9]*) echo "usage: tests/fuzz/run.sh [SECONDS]" >&2; exit 2 ;; esac
 build=${FUZZ_BUILD_DIR:-/tmp/clihost-jail-fuzz-build}
-read -r -a harnesses <<<"${FUZZ_HARNESSES:-fuzz_config fuzz_cli fuzz_plan fuzz_mountinfo}"
+read -r -a harnesses <<<"${FUZZ_HARNESSES:-fuzz_config fuzz_cli fuzz_plan fuzz_mountinfo fuzz_request}"
 
 # clang and its runtimes (libFuzzer, ASan, UBSan) live in libclang-rt-14-dev on Debian 12.
 packages=(clang libclang-rt-14-dev cmake ninja-build pkg-config libpam0g-dev libcap-ng-dev libspdlog-dev

@@ -74,6 +74,9 @@ def _own_cgroup():
 # The tenants' cgroups in the suites: PARENT/UID in each hierarchy.
 CGROUP_PARENT = "/".join(p for p in (_own_cgroup(), "ctj-tenants") if p)
 
+
+# refusal_delay_max = 0: the refusal delay is off but where a test turns it
+# on (test_clihost_proxy.py); the suites make many refusals on purpose.
 BASE_CONFIG = f"""[callers]
 users = {PROXY}
 groups =
@@ -81,6 +84,7 @@ groups =
 group = {TENANT_GROUP}
 min_uid = 1000
 max_uid = 60000
+refusal_delay_max = 0
 [jail]
 allow_caller_command = true
 shell = /usr/bin/bash

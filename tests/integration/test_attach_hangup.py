@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import PROXY, proc_children, spawn, wait_until
+from conftest import RUNTIME_DIR, PROXY, proc_children, spawn, wait_until
 from ptyutil import attach, shell_ready
 
 
@@ -48,24 +48,31 @@ def test_sighup_from_a_non_root_ttyd_ends_the_attach_jail_and_keeps_the_session(
     assert host.has_tmux_session(alice, "tab")
 
 
-def test_the_attach_jail_has_a_group_of_its_own_apart_from_its_waiting_parent(host, alice, terms):
+def test_the_attach_jail_is_the_supervisors_in_a_session_of_its_own(host, alice, terms):
+    """The front (what ttyd runs) has no jail children: the attach jail is
+    its tenant's supervisor's, under a watcher (the tenant) in a session of
+    its own, and the caller's terminal is its stdio, never its controlling
+    terminal. Control: the front's own controlling terminal is that pty."""
     t = attach(host, alice, "grp", terms)
     assert shell_ready(t), t.output()
     client = clients(host, alice, "grp")
     assert len(client) == 1
-    # The tmux client runs in the jail's pid namespace: find bwrap's side by
-    # the helper's descendants instead. The helper's one child is the
-    # watcher (the tenant, in a session of its own), bwrap is the watcher's.
-    kids = proc_children(t.proc.pid)
-    assert len(kids) == 1, kids
-    watcher = kids[0]
-    assert os.stat(f"/proc/{watcher}").st_uid == pwd.getpwnam(alice).pw_uid
-    assert os.getsid(watcher) != os.getsid(t.proc.pid)
-    jail = proc_children(watcher)
-    assert len(jail) == 1, jail
-    jail_pgid = os.getpgid(jail[0])
-    assert jail_pgid not in (os.getpgid(t.proc.pid), os.getpgid(watcher))
-    # ...and the terminal's foreground is the jail's group, so the keys the
-    # tenant types reach tmux, not the waiting root process.
-    fg = int(open(f"/proc/{jail[0]}/stat").read().rsplit(")", 1)[1].split()[5])  # tpgid
-    assert fg == jail_pgid
+    assert proc_children(t.proc.pid) == []
+    rec = open(os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(alice).pw_uid}.state")).read().split()
+    sup = int(rec[3])
+    uid = pwd.getpwnam(alice).pw_uid
+    watchers = [w for w in proc_children(sup) if os.stat(f"/proc/{w}").st_uid == uid]
+    jails = []
+    for w in watchers:
+        for b in proc_children(w):
+            if os.getsid(b) == os.getsid(w) and os.getsid(w) == w:  # a connection watcher's session
+                jails.append((w, b))
+    assert len(jails) == 1, (watchers, jails)
+    watcher, jail = jails[0]
+    assert os.getsid(watcher) not in (os.getsid(t.proc.pid), os.getsid(sup))
+    assert os.getpgid(jail) not in (os.getpgid(t.proc.pid), os.getpgid(watcher))
+
+    def tty_nr(pid):
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[4])
+    assert tty_nr(t.proc.pid) != 0  # control
+    assert tty_nr(jail) == 0 and tty_nr(watcher) == 0

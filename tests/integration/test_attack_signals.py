@@ -20,7 +20,7 @@ import pytest
 
 from attackutil import INSIDE, assert_inside, guard, payloads, live_processes, pid_audit, \
     pids_named, start_jail, wait_no_live  # noqa: F401 (fixtures)
-from conftest import PROXY, new_session, pid_lines, proc_children, proc_exe, proc_state, proc_status, \
+from conftest import RUNTIME_DIR, PROXY, new_session, pid_lines, proc_children, proc_exe, proc_state, proc_status, \
     spawn, start_as, wait_until
 
 
@@ -625,11 +625,27 @@ def test_sigkill_of_the_attach_helper_during_bwrap_setup_leaves_no_client(host, 
                 pass  # gone meanwhile
         return found
     assert wait_until(lambda: not clients(), 10), clients()
+    # The attach jail is the tenant's supervisor's (its connection watcher's
+    # bwrap), no longer the front's child: a SIGKILL of the front reaches it
+    # as the end of its connection, and the supervisor ends that jail.
+    def unarmed_attach_sandbox():
+        rec = open(os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(alice).pw_uid}.state")).read().split()
+        for w in proc_children(int(rec[3])):
+            for b in proc_children(w):
+                try:
+                    if proc_exe(b) != "/usr/bin/bwrap":
+                        continue
+                except OSError:
+                    continue
+                inner = proc_children(b)
+                if inner and os.path.exists(f"/proc/{inner[0]}") and proc_children(inner[0]) == []:
+                    return True
+        return False
     caught, left = 0, []
     for _ in range(4):
         t = PtyProcess([host.bin, "run", "--user", alice, "--session", s], env=env)
         try:
-            if not wait_until(lambda: sandbox_child_unarmed(host, t.proc.pid) or t.proc.poll() is not None, 10,
+            if not wait_until(lambda: unarmed_attach_sandbox() or t.proc.poll() is not None, 10,
                               step=0.0002) or t.proc.poll() is not None:
                 continue
             os.kill(t.proc.pid, signal.SIGKILL)

@@ -104,3 +104,97 @@ def test_proxy_example_drives_the_real_helper(host, alice):
     assert host.wait_gone(alice)
     lines = host.audit_lines(f"session={s}", want=4)
     assert any(f"caller={PROXY}" in l and "action=kill" in l and "decision=allow" in l for l in lines), lines
+
+
+RECONNECT_DRIVER = textwrap.dedent("""
+    import json, sys, time
+    sys.dont_write_bytecode = True
+    sys.path.insert(0, sys.argv[1])
+    import proxy_example as px
+    helper, ttyd, user, session, sockdir, seconds = sys.argv[2:8]
+    p = px.launch_terminal(user, session, helper=helper, ttyd=ttyd, socket_dir=sockdir)
+    assert px.wait_listening(p, p.socket_path)
+    starts, codes, shown = [], [], ""
+    t0 = time.monotonic()
+    # ttyd's page: whenever the close code is not 1000 it reconnects at once.
+    while time.monotonic() - t0 < float(seconds):
+        starts.append(round(time.monotonic() - t0, 2))
+        c = px.TerminalConnection(p.socket_path)
+        codes.append(c.wait_closed(60))
+        shown = bytes(c.output).decode(errors="replace")
+        c.close()
+        if codes[-1] == 1000:
+            break
+    px.stop_terminal(p)
+    print(json.dumps({"starts": starts, "codes": codes, "shown": shown}))
+""")
+
+
+def reconnect_for(host, tenant, seconds, work, sockdir, s):
+    driver = os.path.join(work, "reconnect.py")
+    with open(driver, "w") as f:
+        f.write(RECONNECT_DRIVER)
+    ttyd = os.path.join(work, "ttyd")
+    r = host.run_as(PROXY, ["/usr/bin/python3", driver, os.path.join(REPO, "install", "clihost"), host.bin, ttyd,
+                            tenant, s, sockdir, str(seconds)], env={"PATH": "/usr/bin:/bin"}, timeout=120)
+    assert r.returncode == 0, r
+    return json.loads(r.stdout)
+
+
+def test_a_refused_tenants_reconnecting_page_makes_only_a_handful_of_runs(host, bob, terms):
+    """A tenant whose account expired, its tab open: ttyd's page reconnects
+    at once after every refusal. With the refusal delay (1 s doubling, per
+    tenant) 10 s of it make at most five setuid runs and as many audit
+    lines; the control (the delay off) makes a storm."""
+    import time
+    from ptyutil import attach, shell_ready
+    from conftest import BASE_CONFIG, RUNTIME_DIR, TEST_CONFIG, log_lines, sh
+    s = new_session()
+    work = os.path.join(host.prefix, "reconnect-" + s)
+    os.makedirs(work)
+    os.chmod(work, 0o755)
+    shutil.copy(os.path.join(REPO, "tests", "integration", "fake_ttyd.py"), os.path.join(work, "ttyd"))
+    os.chmod(os.path.join(work, "ttyd"), 0o755)
+    sockdir = f"/run/ctj-clihost-{s}"
+    proxy = pwd.getpwnam(PROXY)
+    os.mkdir(sockdir, 0o700)
+    os.chown(sockdir, proxy.pw_uid, proxy.pw_gid)
+    record = os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(bob).pw_uid}.refused")
+    if os.path.exists(record):
+        os.unlink(record)
+
+    def denials(since):
+        return log_lines(lambda l: f"session={s}" in l and "decision=deny" in l and l[:19] >= since,
+                         want=0, timeout=1.0, tail_bytes=8 << 20)
+
+    sh("usermod", "-e", "1", bob)
+    try:
+        # Control: the delay off, 3 s of reconnects make a storm.
+        since = time.strftime("%Y-%m-%dT%H:%M:%S")
+        storm = reconnect_for(host, bob, 3, work, sockdir, s)
+        assert len(storm["starts"]) >= 10, storm["starts"]
+        assert "clihost-jail: " in storm["shown"] and "PAM" in storm["shown"], storm["shown"]
+        # On (the default): 10 s of the same page.
+        host._write(TEST_CONFIG, BASE_CONFIG.replace("refusal_delay_max = 0\n", ""))
+        time.sleep(1.1)  # whole seconds: the log's timestamps
+        since = time.strftime("%Y-%m-%dT%H:%M:%S")
+        calm = reconnect_for(host, bob, 10, work, sockdir, s)
+        runs = len(calm["starts"])
+        assert 3 <= runs <= 5, calm["starts"]
+        assert all(c != 1000 for c in calm["codes"]), calm
+        # Each refused run waited: 1, 2, 4 ... s between the connections.
+        gaps = [b - a for a, b in zip(calm["starts"], calm["starts"][1:])]
+        assert all(g >= w * 0.9 for g, w in zip(gaps, [1, 2, 4, 8])), gaps
+        assert len(denials(since)) == runs, denials(since)
+        st = os.stat(record)
+        assert (st.st_uid, st.st_mode & 0o7777) == (0, 0o600)
+        # A success resets it: the account valid again, one attach, no record.
+        sh("usermod", "-e", "", bob)
+        t = attach(host, bob, s, terms)
+        assert shell_ready(t), t.output()
+        assert not os.path.exists(record)
+    finally:
+        sh("usermod", "-e", "", bob)
+        host._write(TEST_CONFIG, BASE_CONFIG)
+        host.stop_all()
+        shutil.rmtree(sockdir, ignore_errors=True)

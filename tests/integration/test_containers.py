@@ -59,6 +59,7 @@ groups =
 group = {TENANT_GROUP}
 min_uid = 1000
 max_uid = 60000
+refusal_delay_max = 0
 [jail]
 allow_caller_command = true
 shell = /usr/bin/bash

@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -69,15 +70,29 @@ class ArgvBuilders(unittest.TestCase):
 
     def test_stop_and_list_argv_are_the_documented_commands(self):
         self.assertEqual(px.stop_argv(H, "alice"), [H, "stop", "--user", "alice"])
-        self.assertEqual(px.list_argv(H), [H, "list"])
-        self.assertEqual(px.list_argv(H, "alice", via_sudo=True), ["/usr/bin/sudo", "-n", H, "list", "--user", "alice"])
+        self.assertEqual(px.list_argv(H), [H, "list", "--json"])
+        self.assertEqual(px.list_argv(H, "alice", via_sudo=True),
+                         ["/usr/bin/sudo", "-n", H, "list", "--json", "--user", "alice"])
         with self.assertRaises(ValueError):
             px.stop_argv(H, "-rf")
 
-    def test_list_output_is_parsed(self):
-        text = ("tenant=alice uid=1001 supervisor=42 started=2026-12-03T12:00:00Z sessions=main,dev\n"
-                "tenant=bob uid=1002 supervisor=43 started=2026-12-03T12:00:01Z sessions=-\n")
-        self.assertEqual(px.parse_list(text), {"alice": ["main", "dev"], "bob": []})
+    LIST = ('{"tenant": "alice", "uid": 1001, "supervisor": 42, "started": "2026-12-03T12:00:00Z", '
+            '"sessions": ["main", "dev", "zz\\\\x20tenant\\\\x3dB"], "sessions_state": "listed"}\n'
+            '{"tenant": "bob", "uid": 1002, "supervisor": 43, "started": "2026-12-03T12:00:01Z", '
+            '"sessions": null, "sessions_state": "no-answer"}\n')
+
+    def test_list_json_is_parsed(self):
+        self.assertEqual(px.parse_list(self.LIST),
+                         {"alice": ["main", "dev", "zz\\x20tenant\\x3dB"], "bob": None})
+
+    def test_a_tenant_listed_twice_is_refused(self):
+        # The helper writes each session jail once: a second entry is forged.
+        forged = self.LIST + self.LIST.splitlines(True)[0]
+        with self.assertRaises(ValueError) as e:
+            px.parse_list(forged)
+        self.assertEqual(str(e.exception), "tenant 'alice' listed twice")
+        with self.assertRaises(ValueError):
+            px.parse_list('{"tenant": "a", "sessions": "x"}\n')
 
     def test_helper_path_is_configurable(self):
         self.assertEqual(px.kill_argv("/opt/cj", "bob", "x")[0], "/opt/cj")
@@ -340,6 +355,9 @@ class TtydStandIn(unittest.TestCase):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        # Stand-in ttyds a killed proxy left (their pids, by command line).
+        for pid in self.ttyds(str(self.dir / "run" / "alice@main.sock")):
+            os.kill(pid, 9)
         subprocess.run(["rm", "-rf", str(self.dir)], check=True)
 
     def ttyd(self, *args):
@@ -392,6 +410,79 @@ class TtydStandIn(unittest.TestCase):
         p = self.ttyd("-i", str(path), "/bin/true")
         self.assertTrue(px.wait_listening(p, str(path)))
         self.assertTrue(stat.S_ISSOCK(os.lstat(path).st_mode))
+
+    def proxy(self, run, helper, ttyd, session="main"):
+        """The example proxy's own `terminal` action, as a process."""
+        script = str(REPO / "install" / "clihost" / "proxy_example.py")
+        p = subprocess.Popen([sys.executable, script, "--helper", helper, "--ttyd", ttyd, "--socket-dir", str(run),
+                              "terminal", "--user", "alice", "--session", session], stdin=subprocess.DEVNULL)
+        self.procs.append(p)
+        return p
+
+    def ttyds(self, sock):
+        """The live stand-in ttyds serving SOCK (by their command lines)."""
+        out = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                argv = pathlib.Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if str(FAKE_TTYD).encode() in argv and sock.encode() in argv and self.alive(int(name)):
+                out.append(int(name))
+        return out
+
+    @staticmethod
+    def alive(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except OSError:
+            return False
+
+    def wait(self, pred, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while not pred() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return pred()
+
+    def test_a_restarted_proxy_ends_the_ttyd_it_started_before_and_sigterm_ends_its_own(self):
+        run = self.dir / "run"
+        sock = str(run / "alice@main.sock")
+        helper = write_script(self.dir / "helper", "exec /bin/sh\n")
+        ttyd = write_script(self.dir / "ttyd", f'exec {sys.executable} {FAKE_TTYD} "$@"\n')
+        first = self.proxy(run, helper, ttyd)
+        self.assertTrue(self.wait(lambda: len(self.ttyds(sock)) == 1 and self._answers(sock)))
+        [old] = self.ttyds(sock)
+        # The proxy dies without a word (SIGKILL): its ttyd lives on, still
+        # serving the path (the control: what a restart must deal with).
+        first.kill()
+        first.wait()
+        time.sleep(0.3)
+        self.assertEqual(self.ttyds(sock), [old])
+        second = self.proxy(run, helper, ttyd)
+        self.assertTrue(self.wait(lambda: [p for p in self.ttyds(sock) if p != old] and self._answers(sock)))
+        # The old one was ended before the new one started: never two on one path.
+        time.sleep(0.5)
+        running = self.ttyds(sock)
+        self.assertEqual(len(running), 1, running)
+        self.assertNotIn(old, running)
+        new = running[0]
+        self.assertTrue(self._answers(sock))  # not unlinked by the old one's exit
+        # SIGTERM (systemd's stop, a restart): the proxy ends its ttyd first.
+        second.terminate()
+        self.assertEqual(second.wait(15), 0)
+        self.assertTrue(self.wait(lambda: not self.alive(new)))
+        self.assertFalse(os.path.lexists(sock))
+        self.assertFalse(os.path.lexists(run / "alice@main.pid"))
+
+    @staticmethod
+    def _answers(sock):
+        try:
+            return px.http_get(sock, "/", timeout=2)[0] == 200
+        except OSError:
+            return False
 
     def test_the_proxy_drives_a_terminal_over_the_socket_and_delete_removes_it(self):
         run = self.dir / "run"

@@ -39,10 +39,16 @@ int main() {
     const Policy& p = loaded.value().policy;
     std::printf("[callers]\nusers = %s\ngroups = %s\n", join(p.caller_users, ", ").c_str(),
                 join(p.caller_groups, ", ").c_str());
-    std::printf("[tenants]\ngroup = %s\nmin_uid = %u\nmax_uid = %u\n", p.tenant_group.c_str(), p.min_uid, p.max_uid);
+    std::printf("[tenants]\ngroup = %s\nmin_uid = %u\nmax_uid = %u\nrefusal_delay_max = %u\n", p.tenant_group.c_str(),
+                p.min_uid, p.max_uid, p.refusal_delay_max);
     std::printf("[jail]\nbwrap = %s\nproc = %s\nro_bind = %s\ntmpfs = %s\nallow_caller_command = %s\nextra_env = %s\n",
                 p.bwrap.c_str(), std::string(proc_mode_name(p.proc)).c_str(), join(p.ro_bind, " ").c_str(),
                 join(p.tmpfs, " ").c_str(), p.allow_caller_command ? "true" : "false", join(p.extra_env, " ").c_str());
+    if (!p.setenv.empty()) {
+        std::vector<std::string> items;
+        for (const auto& e : p.setenv) items.push_back(e.name + "=" + e.value);
+        std::printf("setenv = %s\n", join(items, " ").c_str());
+    }
     std::printf("network = %s\n", std::string(network_mode_name(p.network)).c_str());
     std::printf("nested_sandbox = %s\ntmpfs_size = %s\n", p.nested_sandbox ? "true" : "false",
                 size_text(p.tmpfs_size).c_str());

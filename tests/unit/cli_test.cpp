@@ -99,3 +99,24 @@ TEST(SessionName, ValidAndInvalid) {
         EXPECT_FALSE(is_valid_session_name(bad)) << bad;
     EXPECT_FALSE(is_valid_session_name(std::string(65, 'z')));
 }
+
+TEST(Cli, ListTakesJsonAndNothingElseDoes) {
+    auto r = parse({"x", "list", "--json"});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(r.value().json);
+    auto u = parse({"x", "list", "--user", "a", "--json"});
+    ASSERT_TRUE(u.ok()) << u.error().message;
+    EXPECT_TRUE(u.value().json);
+    EXPECT_FALSE(parse({"x", "list"}).value().json);
+    for (const auto& bad : std::vector<std::vector<std::string>>{
+             {"x", "run", "--user", "a", "--session", "s", "--json"},
+             {"x", "list", "--json", "--json"},
+             {"x", "list", "--js"},
+             {"x", "stop", "--user", "a", "--json"}}) {
+        auto e = parse(bad);
+        ASSERT_FALSE(e.ok()) << bad.back();
+        EXPECT_EQ(e.error().code, Exit::usage) << e.error().message;
+    }
+    EXPECT_EQ(parse({"x", "list", "--json", "--json"}).error().message, "--json given twice (try --help)");
+    EXPECT_EQ(parse({"x", "list", "--js"}).error().message, "unknown or abbreviated option (try --help)");
+}

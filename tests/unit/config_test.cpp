@@ -1,6 +1,9 @@
 // Config parsing: defaults, every key, and each way a file is refused.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "decide/config.hpp"
 #include "reason.hpp"
 
@@ -17,6 +20,7 @@ TEST(Config, EmptyFileGivesDesignDefaults) {
     EXPECT_EQ(d.tenant_group, "clihost-tenants");
     EXPECT_EQ(d.min_uid, 1000u);
     EXPECT_EQ(d.max_uid, 60000u);
+    EXPECT_EQ(d.refusal_delay_max, 30u);  // on by default (issue 23)
     EXPECT_EQ(d.bwrap, "/usr/bin/bwrap");
     EXPECT_EQ(d.proc, ProcMode::private_only);
     EXPECT_EQ(d.ro_bind, (std::vector<std::string>{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc",
@@ -59,7 +63,7 @@ session = true
 
 TEST(Config, EveryKeyIsApplied) {
     auto p = parse_config(
-        "[callers]\nusers = proxy, web\ngroups =\n[tenants]\ngroup = t\nmin_uid = 5000\nmax_uid = 6000\n"
+        "[callers]\nusers = proxy, web\ngroups =\n[tenants]\ngroup = t\nmin_uid = 5000\nmax_uid = 6000\nrefusal_delay_max = 7\n"
         "[jail]\nbwrap = /opt/bw/bwrap\nproc = private-or-hidepid\nro_bind = /usr\ntmpfs = /tmp\n"
         "tmpfs_size = 1G\nallow_caller_command = true\nnested_sandbox = true\nnetwork = host\nextra_env = TERM\n[pam]\n"
         "service = other\nsession = false\n");
@@ -70,6 +74,7 @@ TEST(Config, EveryKeyIsApplied) {
     EXPECT_EQ(v.tenant_group, "t");
     EXPECT_EQ(v.min_uid, 5000u);
     EXPECT_EQ(v.max_uid, 6000u);
+    EXPECT_EQ(v.refusal_delay_max, 7u);
     EXPECT_EQ(v.bwrap, "/opt/bw/bwrap");
     EXPECT_EQ(v.proc, ProcMode::private_or_hidepid);
     EXPECT_EQ(v.ro_bind, std::vector<std::string>{"/usr"});
@@ -121,6 +126,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"NegativeUid", "[tenants]\nmin_uid = -1\n", "config line 2: expected a uid number"},
         BadConfig{"UidSentinel", "[tenants]\nmax_uid = 4294967295\n", "config line 2: expected a uid number"},
         BadConfig{"UidJunk", "[tenants]\nmax_uid = 12ab\n", "config line 2: expected a uid number"},
+        BadConfig{"RefusalDelayTooLong", "[tenants]\nrefusal_delay_max = 301\n",
+                  "config line 2: refusal_delay_max must be a number of seconds from 0 to 300"},
+        BadConfig{"RefusalDelayJunk", "[tenants]\nrefusal_delay_max = 1s\n",
+                  "config line 2: refusal_delay_max must be a number of seconds from 0 to 300"},
         BadConfig{"LdPreloadPassThrough", "[jail]\nextra_env = LD_PRELOAD\n", "config line 2: variable 'LD_PRELOAD' may not be passed through"},
         BadConfig{"TtydPasswordPassThrough", "[jail]\nextra_env = TERM TTYD_PASSWORD\n", "config line 2: variable 'TTYD_PASSWORD' may not be passed through"},
         BadConfig{"PasswordSecretPassThrough", "[jail]\nextra_env = PASSWORD_SECRET_KEY\n", "config line 2: variable 'PASSWORD_SECRET_KEY' may not be passed through"},
@@ -255,4 +264,107 @@ TEST(Config, CleanAbsolutePath) {
     EXPECT_FALSE(is_clean_absolute_path("/usr/../etc"));
     EXPECT_FALSE(is_clean_absolute_path("/usr/\nbin"));
     EXPECT_FALSE(is_clean_absolute_path(""));
+}
+
+// --- [jail] setenv ----------------------------------------------------------------
+
+TEST(ConfigSetenv, ParsesNamesAndValuesAsWritten) {
+    auto p = parse_config(
+        "[jail]\nsetenv = NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt NPM_CONFIG_PREFIX=$HOME/.npm-global "
+        "PATH=$HOME/.local/bin:/usr/local/bin:/usr/bin:/bin:$HOME/.npm-global/bin EMPTY= X=a=b\n");
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_EQ(p.value().setenv,
+              (std::vector<SetEnv>{{"NODE_EXTRA_CA_CERTS", "/etc/ssl/certs/ca-certificates.crt"},
+                                   {"NPM_CONFIG_PREFIX", "$HOME/.npm-global"},
+                                   {"PATH", "$HOME/.local/bin:/usr/local/bin:/usr/bin:/bin:$HOME/.npm-global/bin"},
+                                   {"EMPTY", ""},
+                                   {"X", "a=b"}}));
+    EXPECT_TRUE(parse_config("").value().setenv.empty());  // none by default
+}
+
+TEST(ConfigSetenv, HomeIsExpandedWherePlaced) {
+    EXPECT_EQ(expand_home("$HOME/.npm-global", "/home/a"), "/home/a/.npm-global");
+    EXPECT_EQ(expand_home("$HOME:$HOME/x", "/home/a"), "/home/a:/home/a/x");
+    EXPECT_EQ(expand_home("/etc/x", "/home/a"), "/etc/x");
+}
+
+struct BadSetenv {
+    const char* name;
+    const char* value;
+    const char* reason;
+};
+class SetenvRefused : public ::testing::TestWithParam<BadSetenv> {};
+
+TEST_P(SetenvRefused, IsAnErrorWithItsReason) {
+    const std::string text = std::string("[jail]\nsetenv = ") + GetParam().value + "\n";
+    EXPECT_TRUE(clihost::testing::refused_exactly(parse_config(text), Exit::host,
+                                                  std::string("config line 2: ") + GetParam().reason));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, SetenvRefused,
+    ::testing::Values(
+        BadSetenv{"Sandbox", "TTYD_SANDBOX=false", "setenv may not set TTYD_SANDBOX: the helper forces it to true"},
+        BadSetenv{"Home", "HOME=/tmp", "setenv may not set HOME: the helper sets it from the tenant's account"},
+        BadSetenv{"User", "USER=root", "setenv may not set USER: the helper sets it from the tenant's account"},
+        BadSetenv{"Logname", "LOGNAME=root", "setenv may not set LOGNAME: the helper sets it from the tenant's account"},
+        BadSetenv{"Shell", "SHELL=/bin/sh", "setenv may not set SHELL: the helper sets it from the tenant's account"},
+        BadSetenv{"LdPreload", "LD_PRELOAD=/x.so", "setenv may not set LD_PRELOAD: it changes how programs load code or find tmux, or is the proxy's secret"},
+        BadSetenv{"Tmux", "TMUX_TMPDIR=/tmp", "setenv may not set TMUX_TMPDIR: it changes how programs load code or find tmux, or is the proxy's secret"},
+        BadSetenv{"Password", "TTYD_PASSWORD=x", "setenv may not set TTYD_PASSWORD: it changes how programs load code or find tmux, or is the proxy's secret"},
+        BadSetenv{"NoEquals", "NODE_EXTRA_CA_CERTS", "setenv: 'NODE_EXTRA_CA_CERTS' is not NAME=VALUE"},
+        BadSetenv{"BadName", "1X=a", "setenv: invalid variable name '1X'"},
+        BadSetenv{"EmptyName", "=a", "setenv: invalid variable name ''"},
+        BadSetenv{"Twice", "A=1 A=2", "setenv: A is set twice"},
+        BadSetenv{"Quote", "A=\"x\"", "setenv: the value of A has a character that is not allowed (printable ASCII only; no quotes, backslashes or blanks)"},
+        BadSetenv{"Backslash", "A=x\\y", "setenv: the value of A has a character that is not allowed (printable ASCII only; no quotes, backslashes or blanks)"},
+        BadSetenv{"Control", "A=x\x01y\x7f", "setenv: the value of A has a character that is not allowed (printable ASCII only; no quotes, backslashes or blanks)"},
+        BadSetenv{"NonAscii", "A=\xc3\xa9", "setenv: the value of A has a character that is not allowed (printable ASCII only; no quotes, backslashes or blanks)"},
+        BadSetenv{"OtherVariable", "A=$USER/x", "setenv: the value of A names a variable other than $HOME"},
+        BadSetenv{"HomePrefix", "A=$HOMEDIR", "setenv: the value of A names a variable other than $HOME"},
+        BadSetenv{"Braces", "A=${HOME}", "setenv: the value of A names a variable other than $HOME"},
+        BadSetenv{"PathWithoutDefault", "PATH=$HOME/bin:/usr/bin",
+                  "setenv: PATH must be clean absolute directories separated by ':' that keep /usr/local/bin:/usr/bin:/bin together (entries may come before and after)"},
+        BadSetenv{"PathEmptyEntry", "PATH=:/usr/local/bin:/usr/bin:/bin",
+                  "setenv: PATH must be clean absolute directories separated by ':' that keep /usr/local/bin:/usr/bin:/bin together (entries may come before and after)"},
+        BadSetenv{"PathRelativeEntry", "PATH=bin:/usr/local/bin:/usr/bin:/bin",
+                  "setenv: PATH must be clean absolute directories separated by ':' that keep /usr/local/bin:/usr/bin:/bin together (entries may come before and after)"},
+        BadSetenv{"PathDotDot", "PATH=$HOME/../x:/usr/local/bin:/usr/bin:/bin",
+                  "setenv: PATH must be clean absolute directories separated by ':' that keep /usr/local/bin:/usr/bin:/bin together (entries may come before and after)"},
+        BadSetenv{"PathReordered", "PATH=/usr/bin:/usr/local/bin:/bin",
+                  "setenv: PATH must be clean absolute directories separated by ':' that keep /usr/local/bin:/usr/bin:/bin together (entries may come before and after)"}),
+    [](const auto& tp) { return std::string(tp.param.name); });
+
+TEST(ConfigSetenv, ValueAndCountAreBounded) {
+    const std::string big(kMaxSetenvValue + 1, 'x');
+    EXPECT_TRUE(clihost::testing::refused_exactly(parse_config("[jail]\nsetenv = A=" + big + "\n"), Exit::host,
+                                                  "config line 2: setenv: the value of A is longer than 1024 bytes"));
+    EXPECT_TRUE(parse_config("[jail]\nsetenv = A=" + std::string(kMaxSetenvValue, 'x') + "\n").ok());
+    std::string many = "[jail]\nsetenv =";
+    for (std::size_t i = 0; i <= kMaxSetenvItems; ++i) many += " V" + std::to_string(i) + "=1";
+    EXPECT_TRUE(clihost::testing::refused_exactly(parse_config(many + "\n"), Exit::host,
+                                                  "config line 2: setenv: more than 64 variables"));
+}
+
+TEST(ConfigSetenv, AVariableBothFixedAndPassedThroughIsRefused) {
+    EXPECT_TRUE(clihost::testing::refused_exactly(parse_config("[jail]\nsetenv = LANG=C.UTF-8\n"), Exit::host,
+                                                  "config: LANG is in both extra_env and setenv (remove it from one)"));
+    EXPECT_TRUE(parse_config("[jail]\nsetenv = LANG=C.UTF-8\nextra_env = TERM\n").ok());
+}
+
+TEST(ConfigSetenv, TheExampleConfigsCommentedAgentLineIsValid) {
+    // install/jail.conf offers its agents' setenv line commented out: turned
+    // on as it stands, it must parse (an operator copies it).
+    std::ifstream in(std::string(CLIHOST_JAIL_SOURCE_DIR) + "/install/jail.conf");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string conf = text.str();
+    const std::string commented = "\n# setenv = ";
+    const auto at = conf.find(commented);
+    ASSERT_NE(at, std::string::npos);
+    conf.erase(at + 1, 2);
+    auto p = parse_config(conf);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    ASSERT_EQ(p.value().setenv.size(), 3u);
+    EXPECT_EQ(p.value().setenv[1], (SetEnv{"NPM_CONFIG_PREFIX", "$HOME/.npm-global"}));
 }

@@ -33,7 +33,7 @@ const std::string kSocket = "/home/alice/.cache/tmux/clihost.sock";
 // The attach jail of session "main" (the default request), or another
 // action's jail with its own head flags and command.
 std::vector<std::string> expected_argv(const std::vector<std::string>& proc_args,
-                                       const std::vector<std::string>& head = {"--unshare-net", "--block-fd", "6",
+                                       const std::vector<std::string>& head = {"--unshare-net",
                                                                                "--disable-userns", "--die-with-parent"},
                                        const std::vector<std::string>& command = {
                                            "/usr/bin/tmux", "-N", "-S", kSocket, "set-option", "-s", "exit-empty",
@@ -353,28 +353,17 @@ TEST(Plan, ClientJailsNeverStartAServerAndHaveNoNetwork) {
               (std::vector<std::string>{"/usr/bin/tmux", "-N", "-S", kSocket, "list-sessions", "-F", "#{session_name}"}));
 }
 
-TEST(Plan, OnlyTheAttachJailWaitsForItsAccountCheck) {
-    // The attach jail's command starts only once the root parent's PAM
-    // account check has passed: bwrap waits on kBlockFd after its setup.
-    auto attach = plan_with(Policy{}, full_probe());
-    ASSERT_TRUE(attach.ok()) << attach.error().message;
-    EXPECT_TRUE(attach.value().gated);
-    const auto& a = attach.value().argv;
-    const auto at = std::find(a.begin(), a.end(), "--block-fd");
-    ASSERT_NE(at, a.end());
-    EXPECT_EQ(*(at + 1), std::to_string(kBlockFd));
-    EXPECT_EQ(std::count(a.begin(), a.end(), "--block-fd"), 1);
-    // Others are not gated: kill and list run no account check, a session
-    // or one-off jail opened a whole PAM session (its account check too)
-    // before its watcher was forked.
+TEST(Plan, NoJailWithoutANetworkWaitsOnABlockFd) {
+    // An attach's PAM account check is made by its front before the
+    // terminal is handed to the supervisor: nothing waits in bwrap for it.
     Policy pol;
     pol.allow_caller_command = true;
     pol.network = NetworkMode::host;
-    for (const Request& r : {Request{JailAction::kill_session, "main", {}}, Request{JailAction::list_sessions, "", {}},
-                             Request{JailAction::serve, "", {}}, Request{JailAction::command, "", {"/bin/true"}}}) {
+    for (const Request& r : {Request{JailAction::attach, "main", {}}, Request{JailAction::kill_session, "main", {}},
+                             Request{JailAction::list_sessions, "", {}}, Request{JailAction::serve, "", {}},
+                             Request{JailAction::command, "", {"/bin/true"}}}) {
         auto p = plan_with(pol, full_probe(), r);
         ASSERT_TRUE(p.ok()) << p.error().message;
-        EXPECT_FALSE(p.value().gated) << jail_action_name(r.action);
         EXPECT_EQ(std::count(p.value().argv.begin(), p.value().argv.end(), "--block-fd"), 0)
             << jail_action_name(r.action);
     }
@@ -429,7 +418,7 @@ TEST(Plan, KillTargetsTheExactSessionOnTheTenantSocket) {
     const auto& a = p.value().argv;
     EXPECT_EQ(std::vector<std::string>(a.end() - 11, a.end()),
               (std::vector<std::string>{"/usr/bin/tmux", "-N", "-S", "/home/alice/.cache/tmux/clihost.sock",
-                                        "kill-session", "-t", "=dev_1", ";", "list-sessions", "-F",
+                                        "kill-session", "-t", "=dev+1", ";", "list-sessions", "-F",
                                         "#{session_name}"}));
 }
 
@@ -531,4 +520,30 @@ TEST(Plan, OverlongHomeCannotHoldATmuxSocket) {
     auto p = build_plan(Policy{}, t, Request{JailAction::attach, "s", {}}, full_probe(), {}, {});
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.error().code, Exit::refused);
+}
+
+TEST(Environment, SetenvValuesComeAfterTheIdentityWithHomeExpanded) {
+    Policy pol;
+    pol.extra_env = {"TERM"};
+    pol.setenv = {{"NPM_CONFIG_PREFIX", "$HOME/.npm-global"},
+                  {"PATH", "$HOME/.local/bin:/usr/local/bin:/usr/bin:/bin"},
+                  {"NODE_EXTRA_CA_CERTS", "/etc/ssl/certs/ca-certificates.crt"}};
+    const CallerEnv caller{{"TERM", "xterm"}, {"NPM_CONFIG_PREFIX", "/tmp/caller"}};
+    // PAM's environment never overrides an operator's value.
+    auto env = build_environment(pol, alice().account, caller, {"NODE_EXTRA_CA_CERTS=/tmp/pam", "MAIL=/var/mail/a"});
+    EXPECT_EQ(env, (std::vector<std::string>{"HOME=/home/alice", "USER=alice", "LOGNAME=alice", "SHELL=/bin/bash",
+                                             "PATH=/home/alice/.local/bin:/usr/local/bin:/usr/bin:/bin",
+                                             "NPM_CONFIG_PREFIX=/home/alice/.npm-global",
+                                             "NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt", "TERM=xterm",
+                                             "MAIL=/var/mail/a", "TTYD_SANDBOX=true"}));
+}
+
+TEST(Environment, SetenvItemsTheParserWouldRefuseAreDropped) {
+    // A Policy not made by the parser: the builder does not trust it.
+    Policy pol;
+    pol.setenv = {{"TTYD_SANDBOX", "false"}, {"HOME", "/tmp"}, {"LD_PRELOAD", "/x.so"}, {"PATH", "/tmp"},
+                  {"A", "x y"}, {"B", "ok"}};
+    auto env = build_environment(pol, alice().account, {}, {});
+    EXPECT_EQ(env, (std::vector<std::string>{"HOME=/home/alice", "USER=alice", "LOGNAME=alice", "SHELL=/bin/bash",
+                                             "PATH=/usr/local/bin:/usr/bin:/bin", "B=ok", "TTYD_SANDBOX=true"}));
 }

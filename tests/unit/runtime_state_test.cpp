@@ -20,7 +20,19 @@ SupervisorRecord sample() {
 }  // namespace
 
 TEST(RuntimeState, RecordFormatIsOneExactLine) {
-    EXPECT_EQ(format_record(sample()), "v1 alice 1001 4242 987654 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 1764763200\n");
+    EXPECT_EQ(format_record(sample()),
+              "v2 alice 1001 4242 987654 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 1764763200 1001.sock\n");
+}
+
+// A record of a build before the owner model (no endpoint) is read as such:
+// a front refuses it by name, `stop` can still end its session jail.
+TEST(RuntimeState, PreviousFormatIsRecognised) {
+    auto r = parse_record("v1 alice 1001 4242 987654 0f1e 1764763200\n");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r.value().version, 1);
+    auto old = sample();
+    old.version = 1;
+    EXPECT_EQ(format_record(old), "v1 alice 1001 4242 987654 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 1764763200\n");
 }
 
 TEST(RuntimeState, RecordRoundTrips) {
@@ -46,7 +58,10 @@ INSTANTIATE_TEST_SUITE_P(Table, RecordRefused,
                          ::testing::Values(
                              "",                                                          // empty
                              "v1 alice 1001 4242 987654 0f1e 1764763200",                 // no newline
-                             "v2 alice 1001 4242 987654 0f1e 1764763200\n",               // unknown version
+                             "v3 alice 1001 4242 987654 0f1e 1764763200 1001.sock\n",     // unknown version
+                             "v2 alice 1001 4242 987654 0f1e 1764763200\n",               // v2 without its endpoint
+                             "v2 alice 1001 4242 987654 0f1e 1764763200 1002.sock\n",     // another tenant's endpoint
+                             "v2 alice 1001 4242 987654 0f1e 1764763200 ../x.sock\n",     // a path
                              "v1 alice 0 4242 987654 0f1e 1764763200\n",                  // uid 0: never a tenant
                              "v1 alice 1001 1 987654 0f1e 1764763200\n",                  // pid 1: init
                              "v1 alice 1001 0 987654 0f1e 1764763200\n",                  // pid 0

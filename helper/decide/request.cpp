@@ -1,0 +1,169 @@
+// request.cpp: the front/supervisor messages (request.hpp). Pure.
+#include "decide/request.hpp"
+
+#include <csignal>
+
+#include <charconv>
+
+#include "base/validate.hpp"  // is_valid_session_name
+#include "decide/plan.hpp"     // is_well_formed_env_value
+
+namespace clihost {
+namespace {
+
+constexpr std::string_view kMagic = "clihost-jail-request ";
+
+Error bad(std::string_view what) { return fail(Exit::refused, "malformed request: " + std::string(what)); }
+
+template <class T>
+bool number(std::string_view s, T& out) {
+    if (s.empty() || s.size() > 12) return false;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc{} && p == s.data() + s.size();
+}
+
+// Splits at NUL; every field, the last included, ends with one.
+bool split_fields(std::string_view msg, std::vector<std::string_view>& out) {
+    std::size_t pos = 0;
+    while (pos < msg.size()) {
+        const auto end = msg.find('\0', pos);
+        if (end == std::string_view::npos) return false;
+        out.push_back(msg.substr(pos, end - pos));
+        if (out.size() > kMaxRequestArgs + kMaxRequestEnv + 16) return false;
+        pos = end + 1;
+    }
+    return true;
+}
+
+bool printable(std::string_view s, std::size_t max) {
+    if (s.size() > max) return false;
+    for (unsigned char c : s)
+        if (c < 0x20 || c == 0x7f) return false;
+    return true;
+}
+
+}  // namespace
+
+std::string format_request(const HandoverRequest& r) {
+    std::string out(kMagic);
+    out += std::to_string(r.version);
+    out += '\0';
+    auto field = [&](std::string_view f) {
+        out += f;
+        out += '\0';
+    };
+    field(r.kind == HandoverKind::attach ? "attach" : "command");
+    field(r.session);
+    field(r.caller);
+    field(std::to_string(r.caller_uid));
+    field(r.via);
+    field(r.sudo_uid.empty() ? "-" : r.sudo_uid);
+    field(std::to_string(r.extra_env.size()));
+    for (const auto& [k, v] : r.extra_env) field(k + "=" + v);
+    field(std::to_string(r.command.size()));
+    for (const auto& a : r.command) field(a);
+    return out;
+}
+
+Result<HandoverRequest> parse_request(std::string_view msg) {
+    if (msg.size() > kMaxRequestBytes) return bad("too long");
+    if (msg.substr(0, kMagic.size()) != kMagic) return bad("not a clihost-jail request");
+    std::vector<std::string_view> f;
+    if (!split_fields(msg.substr(kMagic.size()), f)) return bad("fields");
+    if (f.size() < 9) return bad("too few fields");
+    HandoverRequest r;
+    if (!number(f[0], r.version)) return bad("version");
+    if (r.version != kProtocolVersion)
+        return fail(Exit::host, "protocol version " + std::to_string(r.version) + " is not this supervisor's (" +
+                                    std::to_string(kProtocolVersion) + ")");
+    if (f[1] == "attach") r.kind = HandoverKind::attach;
+    else if (f[1] == "command") r.kind = HandoverKind::command;
+    else return bad("kind");
+    r.session = std::string(f[2]);
+    if (!is_valid_session_name(r.session)) return bad("session name");
+    r.caller = std::string(f[3]);
+    if (!printable(r.caller, 64) || r.caller.empty()) return bad("caller");
+    if (!number(f[4], r.caller_uid) || r.caller_uid < 0 || r.caller_uid > 0xfffffffeL) return bad("caller uid");
+    r.via = std::string(f[5]);
+    if (!printable(r.via, 32) || r.via.empty()) return bad("via");
+    r.sudo_uid = std::string(f[6]);
+    long sudo = 0;
+    if (r.sudo_uid != "-" && (!number(r.sudo_uid, sudo) || sudo < 0)) return bad("SUDO_UID");
+    std::size_t nenv = 0;
+    if (!number(f[7], nenv) || nenv > kMaxRequestEnv) return bad("environment count");
+    std::size_t at = 8;
+    if (f.size() < at + nenv + 1) return bad("environment");
+    for (std::size_t i = 0; i < nenv; ++i, ++at) {
+        const auto eq = f[at].find('=');
+        if (eq == 0 || eq == std::string_view::npos || eq > 64) return bad("environment entry");
+        const std::string name(f[at].substr(0, eq));
+        for (char c : name)
+            if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+                return bad("environment name");
+        const auto value = f[at].substr(eq + 1);
+        if (!is_well_formed_env_value(value)) return bad("environment value");
+        if (!r.extra_env.emplace(name, std::string(value)).second) return bad("environment name repeated");
+    }
+    std::size_t nargs = 0;
+    if (!number(f[at], nargs) || nargs > kMaxRequestArgs) return bad("argument count");
+    ++at;
+    if (f.size() != at + nargs) return bad("arguments");
+    for (std::size_t i = 0; i < nargs; ++i, ++at) r.command.emplace_back(f[at]);
+    if ((r.kind == HandoverKind::command) == r.command.empty()) return bad("only a command request has a command");
+    return r;
+}
+
+std::string format_reply(const Reply& r) {
+    switch (r.kind) {
+        case ReplyKind::ok: return "ok";
+        case ReplyKind::retry: return "retry";
+        case ReplyKind::exit: return "exit " + std::to_string(r.code);
+        case ReplyKind::fail: {
+            std::string msg = r.message.substr(0, 1000);
+            for (char& c : msg)
+                if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+            return "fail " + std::to_string(r.code) + " " + msg;
+        }
+    }
+    return "fail 4 internal";
+}
+
+Result<Reply> parse_reply(std::string_view msg) {
+    auto bad_reply = [] { return fail(Exit::internal, "malformed reply from the supervisor"); };
+    Reply r;
+    if (msg == "ok" || msg == "retry") {
+        r.kind = msg == "ok" ? ReplyKind::ok : ReplyKind::retry;
+        r.code = 0;
+    }
+    else if (msg.substr(0, 5) == "exit ") {
+        r.kind = ReplyKind::exit;
+        if (!number(msg.substr(5), r.code) || r.code < 0 || r.code > 255) return bad_reply();
+    } else if (msg.substr(0, 5) == "fail " && msg.size() >= 8 && msg[6] == ' ') {
+        r.kind = ReplyKind::fail;
+        r.code = msg[5] - '0';
+        if (r.code < 1 || r.code > 4) return bad_reply();
+        r.message = std::string(msg.substr(7, 1000));
+        if (!printable(r.message, 1000)) return bad_reply();
+    } else {
+        return bad_reply();
+    }
+    return r;
+}
+
+bool relayable_signal(int sig) {
+    return sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT;
+}
+
+std::string format_relay(const Relay& r) { return r.hangup ? "hup" : "sig " + std::to_string(r.signal); }
+
+Result<Relay> parse_relay(std::string_view msg) {
+    Relay r;
+    if (msg == "hup") {
+        r.hangup = true;
+        return r;
+    }
+    if (msg.substr(0, 4) == "sig " && number(msg.substr(4), r.signal) && relayable_signal(r.signal)) return r;
+    return fail(Exit::refused, "malformed relay message");
+}
+
+}  // namespace clihost

@@ -1,0 +1,169 @@
+// front.cpp: the front's side of a handover (front.hpp).
+#include "proc/front.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "base/fault.hpp"
+#include "base/unique_fd.hpp"
+#include "decide/config.hpp"
+#include "version.hpp"
+
+namespace clihost {
+namespace {
+
+// How long the supervisor may take to say a jail started.
+constexpr int kStartSeconds = 10;
+// How long, after a hang-up, until the front gives up waiting for the status.
+constexpr int kHangupSeconds = 5;
+
+// `ending`: set when the endpoint is gone or refuses (its supervisor is ending).
+Result<UniqueFd> connect_endpoint(const SupervisorRecord& rec, bool& ending) {
+    const std::string runtime = CLIHOST_JAIL_RUNTIME_DIR;
+    const UniqueFd dir(::open(runtime.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir.valid()) return fail(Exit::host, "cannot open the runtime directory " + runtime);
+    struct stat ds {};
+    if (::fstat(dir.get(), &ds) != 0 || ds.st_uid != 0 || (ds.st_mode & 077) != 0)
+        return fail(Exit::host, "the runtime directory " + runtime + " is not root's 0700");
+    const std::string name = endpoint_name(rec.uid);
+    struct stat st {};
+    if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) ending = true;
+    if (ending || !S_ISSOCK(st.st_mode) || st.st_uid != 0)
+        return fail(Exit::host, "the supervisor " + std::to_string(rec.pid) + " of " + rec.tenant +
+                                    " has no endpoint (a socket of root's)");
+    // Through the directory we opened and checked: /proc/self/fd/N/NAME.
+    const std::string path = "/proc/self/fd/" + std::to_string(dir.get()) + "/" + name;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path) return fail(Exit::internal, "endpoint path too long");
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    if (!sock.valid()) return fail(Exit::internal, "socket failed");
+    if (::connect(sock.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        ending = errno == ENOENT || errno == ECONNREFUSED;
+        return fail(Exit::host, std::string("cannot reach the supervisor: ") + std::strerror(errno));
+    }
+    // The listener is the recorded supervisor: root, the record's pid, and
+    // that pid is still the process the record names (start time, boot).
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != 0 || cred.pid != rec.pid ||
+        !record_is_live(rec))
+        return fail(Exit::host, "the endpoint of " + rec.tenant + " is not its recorded supervisor's");
+    return sock;
+}
+
+Status send_request(int sock, const HandoverRequest& req) {
+    const std::string msg = format_request(req);
+    const int fds[3] = {0, 1, 2};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
+    iovec iov{const_cast<char*>(msg.data()), msg.size()};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof control;
+    cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof fds);
+    std::memcpy(CMSG_DATA(cm), fds, sizeof fds);
+    if (::sendmsg(sock, &mh, MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size()))
+        return fail(Exit::host, std::string("cannot hand over to the supervisor: ") + std::strerror(errno));
+    return ok_status();
+}
+
+// The signals a front relays (and so never obeys itself): the terminal's
+// (WINCH, TSTP, CONT) to the jail's process group; HUP and TERM
+// (ttyd's hang-up) end the jail.
+sigset_t front_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGHUP, SIGTERM, SIGWINCH, SIGINT, SIGQUIT, SIGTSTP, SIGCONT}) sigaddset(&set, s);
+    return set;
+}
+
+}  // namespace
+
+Result<Handover> hand_over(const SupervisorRecord& rec, const HandoverRequest& req) {
+    const sigset_t set = front_signals();
+    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
+    for (int sig : {SIGTTOU, SIGTTIN})
+        if (::signal(sig, SIG_IGN) == SIG_ERR) return fail(Exit::internal, "cannot ignore terminal stop signals");
+    const UniqueFd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!sigfd.valid()) return fail(Exit::internal, "signalfd failed");
+    bool ending = false;
+    auto sock = connect_endpoint(rec, ending);
+    // A live record whose endpoint is gone or refuses: that supervisor is
+    // ending (it closes its endpoint first). The caller waits for its end
+    // and starts a new one (a typed outcome, as for a "retry" reply).
+    if (!sock && ending && record_is_live(rec)) return Handover{Handover::Kind::retry, 0};
+    if (!sock) return sock.error();
+    HandoverRequest sent = req;
+    // The fault-injection build stands in for a front of another protocol.
+    if (fault::fail("old_protocol")) sent.version = kProtocolVersion - 1;
+    if (auto st = send_request(sock.value().get(), sent); !st) return st.error();
+    bool started = false;
+    bool hung = false;
+    std::time_t deadline = std::time(nullptr) + kStartSeconds;
+    while (true) {
+        pollfd p[2] = {{sock.value().get(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}};
+        const std::time_t left = deadline == 0 ? -1 : deadline - std::time(nullptr);
+        const int r = ::poll(p, 2, left < 0 ? -1 : static_cast<int>(left * 1000 + 50));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return fail(Exit::internal, "poll failed");
+        if (r == 0) {
+            if (!started) return fail(Exit::host, "the supervisor did not start the jail within " +
+                                                      std::to_string(kStartSeconds) + " s");
+            return fail(Exit::internal, "the jail did not end within " + std::to_string(kHangupSeconds) +
+                                            " s of the hang-up");
+        }
+        if ((p[1].revents & POLLIN) != 0) {
+            signalfd_siginfo si{};
+            while (::read(sigfd.get(), &si, sizeof si) == sizeof si) {
+                const int sig = static_cast<int>(si.ssi_signo);
+                // INT and QUIT are not relayed (an attach's terminal is raw
+                // while its client runs): the front only does not die of them.
+                if (sig == SIGINT || sig == SIGQUIT) continue;
+                const Relay relay{sig == SIGHUP || sig == SIGTERM, sig};
+                const std::string msg = format_relay(relay);
+                (void)::send(sock.value().get(), msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (relay.hangup && !hung) {
+                    hung = true;
+                    deadline = std::time(nullptr) + kHangupSeconds;
+                }
+            }
+        }
+        if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+        char buf[1100];
+        const ssize_t n = ::recv(sock.value().get(), buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR) continue;
+        // The supervisor closed without a word: it is ending (or refused
+        // us for a full queue): the caller decides by its end.
+        if (n <= 0 && !started) return Handover{Handover::Kind::retry, 0};
+        if (n <= 0) return fail(Exit::internal, "the supervisor ended the connection without the jail's status");
+        auto reply = parse_reply(std::string_view(buf, static_cast<std::size_t>(n)));
+        if (!reply) return reply.error();
+        switch (reply.value().kind) {
+            case ReplyKind::ok:
+                started = true;
+                if (!hung) deadline = 0;
+                break;
+            case ReplyKind::exit: return Handover{Handover::Kind::done, reply.value().code};
+            case ReplyKind::retry: return Handover{Handover::Kind::retry, 0};
+            case ReplyKind::fail: return fail(static_cast<Exit>(reply.value().code), reply.value().message);
+        }
+    }
+}
+
+}  // namespace clihost
