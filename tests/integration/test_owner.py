@@ -336,8 +336,9 @@ def test_a_session_jail_ending_as_a_connection_arrives_leaves_a_jail_that_outliv
     of init, never of the front) and outlives the connection; every
     supervisor opened and closed its PAM session exactly once."""
     since = os.path.getsize("/var/log/auth.log")
+    faults = install_faults_bin(host, "clihost-jail-faults-race") if ender == "stop" else None
     outlived = 0
-    for _ in range(RACE_ROUNDS):
+    for round_no in range(RACE_ROUNDS):
         s = new_session()
         first = attach(host, alice, s, terms)
         assert shell_ready(first), first.output()
@@ -345,7 +346,17 @@ def test_a_session_jail_ending_as_a_connection_arrives_leaves_a_jail_that_outliv
             first.write("exit\r")
             second = attach(host, alice, s, terms)
         else:
-            second = attach(host, alice, s, terms)
+            # Every other round, the second front (the faults build, as
+            # root) is held 2 s before its handover, so that `stop` ends the
+            # jail it found in that window: it must then get a new jail of
+            # its own supervisor, not end. The other rounds race freely.
+            if round_no % 2:
+                env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "slow_account_check"}
+                second = PtyProcess([faults, "run", "--user", alice, "--session", s], env=env)
+                terms.append(second)
+                time.sleep(0.3)
+            else:
+                second = attach(host, alice, s, terms)
             r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
             assert r.returncode == 0, r
         # A connection handed to the ending jail's supervisor just before
