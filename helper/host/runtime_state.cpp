@@ -1,4 +1,6 @@
 // runtime_state.cpp: records of live supervisors, and their verification.
+// Size: the runtime directory's whole state in one place (records, locks, the
+// attach network namespace, refusal counts, recorded settings, the PAM confdir).
 #include "host/runtime_state.hpp"
 
 #include <dirent.h>
