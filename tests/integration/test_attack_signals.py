@@ -323,7 +323,14 @@ def assert_refused_or_inside(host, tenant, r, s):
     assert lines, r
     assert all(f"session={s}" in l for l in lines)
     opened, closed = pam_lines(host, r)
-    assert opened == closed, (opened, closed)
+    if "PAM open_session refused the tenant" in r.stderr:
+        # The stack failed part-way (a later module out of memory under the
+        # caller's RLIMIT_AS): pam_unix, before it, may have logged "session
+        # opened" for a session the helper never had (SECURITY.md, "Known
+        # limitations"). Never more than that one line.
+        assert opened <= 1 and closed == 0, (opened, closed)
+    else:
+        assert opened == closed, (opened, closed)
 
 
 def test_rlimit_nofile(host, alice, guard):

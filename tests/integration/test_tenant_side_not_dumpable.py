@@ -144,7 +144,7 @@ def test_every_tenant_side_process_is_not_dumpable(host, alice, faults_bin, suid
             # faults build's supervisor, then a second connection, whose
             # attach jail's watcher that supervisor forks (the session
             # jail's own watcher is left out of the probe).
-            t = PtyProcess([faults_bin, "run", "--user", alice, "--session", s], env=env_with_secret())
+            t = PtyProcess([faults_bin, "run", "--user", alice, "--session", s], env=dict(env_with_secret(), TERM="xterm"))
             terms.append(t)
             t.write("echo UP_$((6*7))\r")
             assert t.wait_for("UP_42", 30), t.output()
@@ -152,7 +152,7 @@ def test_every_tenant_side_process_is_not_dumpable(host, alice, faults_bin, suid
 
             class Connection:
                 def __init__(self):
-                    self.term = PtyProcess([faults_bin, "run", "--user", alice, "--session", s], env=env_with_secret())
+                    self.term = PtyProcess([faults_bin, "run", "--user", alice, "--session", s], env=dict(env_with_secret(), TERM="xterm"))
                     terms.append(self.term)
 
                 def wait(self, timeout):
