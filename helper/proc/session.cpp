@@ -1,4 +1,6 @@
 // session.cpp: find, start, stop the session jail. The privileged sequence
+// Size: the supervisor's whole start on one screen per step (clean state, PAM,
+// the session jail, its endpoint and record) and stop; the event loop is owner.cpp.
 // of a start, on one screen, is serve_session().
 #include "proc/session.hpp"
 
