@@ -141,7 +141,7 @@ private:
     void end_all(const char* why) {
         if (ending_at_ == 0) {
             ending_at_ = std::time(nullptr) + 3;
-            log::context().caller = "-";
+            log::context().caller.assign(1, '-');
             if (std::string(why) == "stopped") log::audit("allow", "the supervisor was asked to stop");
         }
         if (listener_.valid()) {
