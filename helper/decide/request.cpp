@@ -59,7 +59,7 @@ std::string format_request(const HandoverRequest& r) {
     field(r.via);
     field(r.sudo_uid.empty() ? "-" : r.sudo_uid);
     field(std::to_string(r.extra_env.size()));
-    for (const auto& [k, v] : r.extra_env) field(k + "=" + v);
+    for (const auto& [k, v] : r.extra_env) field(std::string(k).append("=").append(v));
     field(std::to_string(r.command.size()));
     for (const auto& a : r.command) field(a);
     return out;

@@ -25,7 +25,7 @@ namespace clihost {
 // any other version, and a front a supervisor record of another format.
 inline constexpr int kProtocolVersion = 2;
 // Bounds of a request (a message larger than this is refused unread).
-inline constexpr std::size_t kMaxRequestBytes = 64 * 1024;
+inline constexpr std::size_t kMaxRequestBytes = std::size_t{64} * 1024;
 inline constexpr std::size_t kMaxRequestArgs = 256;
 inline constexpr std::size_t kMaxRequestEnv = 32;
 

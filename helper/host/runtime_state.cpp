@@ -1,4 +1,6 @@
 // runtime_state.cpp: records of live supervisors, and their verification.
+// Size: the runtime directory's whole state in one place (records, locks, the
+// attach network namespace, refusal counts, recorded settings, the PAM confdir).
 #include "host/runtime_state.hpp"
 
 #include <dirent.h>
@@ -79,8 +81,13 @@ constexpr std::size_t kMaxSettingsFile = kMaxConfigBytes + 8192;
 std::string endpoint_name(uid_t uid) { return std::to_string(uid) + ".sock"; }
 
 std::string format_record(const SupervisorRecord& r) {
-    return "v" + std::to_string(r.version) + " " + r.tenant + " " + std::to_string(r.uid) + " " + std::to_string(r.pid) + " " +
-           std::to_string(r.start_ticks) + " " + r.boot_id + " " + std::to_string(r.started) + (r.version >= 2 ? " " + endpoint_name(r.uid) : std::string()) + "\n";
+    // Appended, not `"v" + std::to_string(...)`: GCC 12 -O3 false -Wrestrict (bug 105329).
+    std::string out("v");
+    out.append(std::to_string(r.version)).append(" ").append(r.tenant).append(" ").append(std::to_string(r.uid));
+    out.append(" ").append(std::to_string(r.pid)).append(" ").append(std::to_string(r.start_ticks));
+    out.append(" ").append(r.boot_id).append(" ").append(std::to_string(r.started));
+    if (r.version >= 2) out.append(" ").append(endpoint_name(r.uid));
+    return out.append("\n");
 }
 
 Result<SupervisorRecord> parse_record(std::string_view text) {

@@ -68,26 +68,6 @@ Result<UniqueFd> open_own_dir(int parent, const char* name, const std::string& s
     return fd;
 }
 
-// Everything still our child once the one we wait for is gone is a remnant
-// of the jail re-parented to us (we are its subreaper): bwrap's sandbox pid
-// 1 whose --die-with-parent was not armed yet (bwrap killed during its
-// setup), or one blocked forever after bwrap failed mid-setup. SIGKILL
-// reaches a pid namespace's init from outside, and the kernel then kills
-// its namespace.
-void kill_remaining_children() {
-    const std::string path = "/proc/self/task/" + std::to_string(::getpid()) + "/children";
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return;
-    char buf[4096];
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
-    if (n <= 0) return;
-    buf[n] = '\0';
-    char* save = nullptr;
-    for (char* tok = ::strtok_r(buf, " \n", &save); tok != nullptr; tok = ::strtok_r(nullptr, " \n", &save)) {
-        const long pid = std::strtol(tok, nullptr, 10);
-        if (pid > 1) ::kill(static_cast<pid_t>(pid), SIGKILL);
-    }
-}
 
 // The deferred host probe, run as the tenant right before bwrap: refuse if
 // a fresh procfs cannot be mounted here (proc = private never falls back).
@@ -650,6 +630,27 @@ Status ignore_terminal_stops() {
 }
 
 }  // namespace
+
+// Everything still our child once the one we wait for is gone is a remnant
+// of the jail re-parented to us (we are its subreaper): bwrap's sandbox pid
+// 1 whose --die-with-parent was not armed yet (bwrap killed during its
+// setup), or one blocked forever after bwrap failed mid-setup. SIGKILL
+// reaches a pid namespace's init from outside, and the kernel then kills
+// its namespace.
+void kill_remaining_children() {
+    const std::string path = "/proc/self/task/" + std::to_string(::getpid()) + "/children";
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return;
+    char buf[4096];
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+    if (n <= 0) return;
+    buf[n] = '\0';
+    char* save = nullptr;
+    for (char* tok = ::strtok_r(buf, " \n", &save); tok != nullptr; tok = ::strtok_r(nullptr, " \n", &save)) {
+        const long pid = std::strtol(tok, nullptr, 10);
+        if (pid > 1) ::kill(static_cast<pid_t>(pid), SIGKILL);
+    }
+}
 
 void write_report(int fd, const Status& st) {
     std::string line = st ? std::string("ok") : "fail " + std::to_string(static_cast<int>(st.error().code)) + " " + st.error().message;

@@ -136,4 +136,8 @@ inline constexpr int kTenantQueryDeadlineMs = 2000;
 // the full drop; returns the first line of its stdout ("" on failure).
 std::string dropped_output(const TenantCreds& creds, const std::vector<std::string>& argv);
 
+// SIGKILL to every process still this one's child (remnants of a jail
+// re-parented to a subreaper: bwrap's pid 1 before --die-with-parent, say).
+void kill_remaining_children();
+
 }  // namespace clihost

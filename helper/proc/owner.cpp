@@ -143,7 +143,7 @@ private:
     void end_all(const char* why) {
         if (ending_at_ == 0) {
             ending_at_ = std::time(nullptr) + 3;
-            log::context().caller = "-";
+            log::context().caller.assign(1, '-');
             if (std::string(why) == "stopped") log::audit("allow", "the supervisor was asked to stop");
         }
         // `stop`: every process of every jail, by the jails leaf (setsid,
@@ -316,23 +316,8 @@ private:
             if (session_ > 0) ::kill(session_, SIGKILL);
             for (auto& c : conns_)
                 if (c->watcher > 0) ::kill(c->watcher, SIGKILL);
-            kill_remaining_children_of_self();
+            kill_remaining_children();
             ending_at_ = now + 3;
-        }
-    }
-
-    static void kill_remaining_children_of_self() {
-        const std::string path = "/proc/self/task/" + std::to_string(::getpid()) + "/children";
-        UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-        if (!fd.valid()) return;
-        char buf[4096];
-        const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
-        if (n <= 0) return;
-        buf[n] = '\0';
-        char* save = nullptr;
-        for (char* tok = ::strtok_r(buf, " \n", &save); tok != nullptr; tok = ::strtok_r(nullptr, " \n", &save)) {
-            const long pid = std::strtol(tok, nullptr, 10);
-            if (pid > 1) ::kill(static_cast<pid_t>(pid), SIGKILL);
         }
     }
 
@@ -341,7 +326,7 @@ private:
     // closed only once no process of the tenant's jails remains.
     static void kill_remaining() {
         for (int round = 0; round < 100; ++round) {
-            kill_remaining_children_of_self();
+            kill_remaining_children();
             int st = 0;
             pid_t r;
             while ((r = ::waitpid(-1, &st, WNOHANG)) > 0) {}

@@ -1,4 +1,6 @@
 // session.cpp: find, start, stop the session jail. The privileged sequence
+// Size: the supervisor's whole start on one screen per step (clean state, PAM,
+// the session jail, its endpoint and record) and stop; the event loop is owner.cpp.
 // of a start, on one screen, is serve_session().
 // Size: the supervisor's whole start (clean state, cgroup, PAM, watcher,
 // record, endpoint) stays in one file so that its order reads top to bottom.
@@ -126,7 +128,13 @@ Status clean_state(int keep_fd) {
     sigemptyset(&none);
     if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
     if (!apply_rlimits(baseline_rlimits())) return fail(Exit::internal, "cannot set the supervisor's limits");
-    if (::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0)
+    // ENOSYS: a kernel without keyrings. EPERM: a seccomp filter denies
+    // keyctl (Docker's default profile); filters are inherited and cannot
+    // be lifted, so it denies every process started from here too, and no
+    // process of the tenant can reach a keyring of the caller's. (A caller
+    // cannot install such a filter over a setuid helper: without
+    // no_new_privs it may not, and with it the setuid bit gives no root.)
+    if (::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS && errno != EPERM)
         return fail(Exit::host, std::string("cannot join a fresh session keyring: ") + std::strerror(errno));
     return ok_status();
 }

@@ -442,6 +442,7 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
         entries.push_back(std::move(e));
     }
     std::vector<const Plan*> asked;
+    asked.reserve(plans.size());
     for (const auto& plan : plans) asked.push_back(&plan);
     const auto got = capture_jails(asked, std::size_t{64} * 1024, kTenantQueryDeadlineMs);
     for (std::size_t i = 0; i < got.size(); ++i) {

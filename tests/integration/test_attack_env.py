@@ -238,10 +238,12 @@ def test_path_cannot_substitute_bwrap_tmux_or_sh(host, alice, payloads, guard):
     # client in a jail, refused once no session jail runs).
     s2 = new_session()
     r = spawn([host.bin, "run", "--user", alice, "--session", s2], env=env)
-    # 5: the tenant's tmux client failed (the helper's own codes are 1 to 4);
-    # its words relayed escaped, as the jail's.
-    assert r.returncode == 5 and "jail: open terminal failed: not a terminal" in r.stderr, r
-    assert any("attach to the session jail" in l for l in host.audit_lines(f"session={s2}", want=1))
+    # The session jail starts (bwrap and tmux by absolute path), then its
+    # supervisor refuses an attach whose front hands over no terminal.
+    assert r.returncode == 1 and r.stderr == "clihost-jail: an attach hands over a terminal\n", r
+    assert any("decision=deny" in l and "an attach hands over a terminal" in l
+               for l in host.audit_lines(f"session={s2}", want=1))
+    assert host.run_root([host.bin, "stop", "--user", alice]).returncode == 0
     assert host.wait_gone(alice), host.processes_of(alice)
     r = spawn([host.bin, "kill", "--user", alice, "--session", s2], env=env)
     assert r.returncode == 1 and "has no session jail" in r.stderr, r

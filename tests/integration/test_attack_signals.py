@@ -323,7 +323,14 @@ def assert_refused_or_inside(host, tenant, r, s):
     assert lines, r
     assert all(f"session={s}" in l for l in lines)
     opened, closed = pam_lines(host, r)
-    assert opened == closed, (opened, closed)
+    if "PAM open_session refused the tenant" in r.stderr:
+        # The stack failed part-way (a later module out of memory under the
+        # caller's RLIMIT_AS): pam_unix, before it, may have logged "session
+        # opened" for a session the helper never had (SECURITY.md, "Known
+        # limitations"). Never more than that one line.
+        assert opened <= 1 and closed == 0, (opened, closed)
+    else:
+        assert opened == closed, (opened, closed)
 
 
 def test_rlimit_nofile(host, alice, guard):
@@ -405,7 +412,8 @@ def test_rlimit_as(host, alice, guard):
         mib = kib / 1024
         limit = kib << 10
         r, s = run_limited(host, alice, [(resource.RLIMIT_AS, (limit, limit))], "true")
-        if r.returncode == 127 and "error while loading shared libraries" in r.stderr:
+        if r.returncode == 127 and ("error while loading shared libraries" in r.stderr or
+                                    r.stderr == "cannot allocate TLS data structures for initial thread\n"):
             outcomes[mib] = "loader"  # no helper code ran: nothing to audit
             continue
         if r.returncode == -signal.SIGABRT and r.stderr == "terminate called without an active exception\n":

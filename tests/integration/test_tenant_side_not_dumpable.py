@@ -60,16 +60,17 @@ def read_as(host, tenant, path):
                                 f"import sys; sys.stdout.write(open({path!r}, 'rb').read().decode(errors='replace'))"])
 
 
-def probe_while_paused(host, tenant, binary, start):
+def probe_while_paused(host, tenant, binary, start, exclude=()):
     """Starts a helper run (start() returns the process), waits for a
-    tenant-side helper process, and reads its environ and mem as the tenant."""
+    tenant-side helper process (other than those in exclude), and reads its
+    environ and mem as the tenant."""
     uid = pwd.getpwnam(tenant).pw_uid
     proc = start()
     try:
         deadline = time.time() + 15
         seen = []
         while time.time() < deadline and not seen:
-            seen = tenant_side(binary, uid)
+            seen = [p for p in tenant_side(binary, uid) if p not in exclude]
             time.sleep(0.02)
         assert seen, "no tenant-side process of the helper showed up"
         results = {}
@@ -138,16 +139,39 @@ def test_every_tenant_side_process_is_not_dumpable(host, alice, faults_bin, suid
             start = run_faults(host, faults_bin, cmd, host.config_variant({"jail": "proc = private-or-hidepid"}))
         elif path == "session jail watcher":
             start = run_faults(host, faults_bin, ["run", "--user", alice, "--session", s])
+        elif path == "attach":
+            # The supervisor starts every attach jail: a session jail of the
+            # faults build's supervisor, then a second connection, whose
+            # attach jail's watcher that supervisor forks (the session
+            # jail's own watcher is left out of the probe).
+            t = PtyProcess([faults_bin, "run", "--user", alice, "--session", s], env=dict(env_with_secret(), TERM="xterm"))
+            terms.append(t)
+            t.write("echo UP_$((6*7))\r")
+            assert t.wait_for("UP_42", 30), t.output()
+            before = set(tenant_side(faults_bin, pwd.getpwnam(alice).pw_uid))
+
+            class Connection:
+                def __init__(self):
+                    self.term = PtyProcess([faults_bin, "run", "--user", alice, "--session", s], env=dict(env_with_secret(), TERM="xterm"))
+                    terms.append(self.term)
+
+                def wait(self, timeout):
+                    self.term.hangup()
+                    return self.term.wait(timeout)
+
+                def kill(self):
+                    self.term.proc.kill()
+
+            assert_unreadable(probe_while_paused(host, alice, faults_bin, Connection, exclude=before))
+            return
         else:
             # A session jail running (the plain build), then the faults build's
-            # client jail: attach (exec'd in place) or kill.
+            # client jail: kill.
             t = PtyProcess([host.bin, "run", "--user", alice, "--session", s])
             terms.append(t)
             t.write("echo UP_$((6*7))\r")
             assert t.wait_for("UP_42", 15), t.output()
-            verb = ["run", "--user", alice, "--session", s] if path == "attach" else \
-                ["kill", "--user", alice, "--session", s]
-            start = run_faults(host, faults_bin, verb)
+            start = run_faults(host, faults_bin, ["kill", "--user", alice, "--session", s])
         assert_unreadable(probe_while_paused(host, alice, faults_bin, start))
     finally:
         for t in terms:

@@ -104,7 +104,7 @@ def test_invalid_tmpfs_size_is_refused(host, alice, value):
     r = host.run_root(host.jail(alice, "echo RAN", session=s), config=conf)
     assert r.returncode == 3, r
     assert "RAN" not in r.stdout
-    assert re.fullmatch(r"clihost-jail: /etc/\S+\.conf: config line 9: tmpfs_size must be a byte count like 256M, 1G or 65536, "
+    assert re.fullmatch(r"clihost-jail: /etc/\S+\.conf: config line 10: tmpfs_size must be a byte count like 256M, 1G or 65536, "
                         r"between 64K and 1024G\n", r.stderr), r.stderr
     lines = host.audit_lines(f"session={s}")
     assert len(lines) == 1 and "decision=fail" in lines[0] and "tmpfs_size must be a byte count" in lines[0], lines
