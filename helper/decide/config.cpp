@@ -2,7 +2,6 @@
 #include "decide/config.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <set>
 
 namespace clihost {
@@ -51,35 +50,10 @@ Result<uid_t> parse_uid(std::string_view v) {
 }  // namespace
 
 Result<std::uint64_t> parse_tmpfs_size(std::string_view v) {
-    const auto bad_size = [] {
-        return fail(Exit::host, "tmpfs_size must be a byte count like 256M, 1G or 65536, between 64K and 1024G");
-    };
-    std::uint64_t unit = 1;
-    if (!v.empty()) {
-        switch (v.back()) {
-            case 'K': unit = std::uint64_t{1} << 10; break;
-            case 'M': unit = std::uint64_t{1} << 20; break;
-            case 'G': unit = std::uint64_t{1} << 30; break;
-            default: break;
-        }
-        if (unit != 1) v.remove_suffix(1);
-    }
-    // Digits only: from_chars alone would accept nothing else anyway, but a
-    // leading zero is refused too (bwrap and strtoul read "0100" as octal; an
-    // operator who wrote it meant something we cannot know).
-    if (v.empty() || v.size() > 20 || (v.size() > 1 && v.front() == '0') ||
-        !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return bad_size();
-    std::uint64_t n = 0;
-    const auto* end = v.data() + v.size();
-    auto [ptr, ec] = std::from_chars(v.data(), end, n);
-    if (ec != std::errc{} || ptr != end) return bad_size();
-    // Checked before multiplying: n * unit must not wrap around to a small
-    // (or zero, i.e. unlimited) size.
-    if (n > kMaxTmpfsSize / unit) return bad_size();
-    n *= unit;
-    if (n < kMinTmpfsSize || n > kMaxTmpfsSize) return bad_size();
-    return n;
+    // Never 0 ("no limit" to tmpfs), never past what bwrap's parser takes.
+    const auto n = parse_byte_count(v, kMinTmpfsSize, kMaxTmpfsSize);
+    if (!n) return fail(Exit::host, "tmpfs_size must be a byte count like 256M, 1G or 65536, between 64K and 1024G");
+    return *n;
 }
 
 namespace {
@@ -289,6 +263,10 @@ Result<Unit> apply(Policy& p, std::string_view section, std::string_view key, st
             p.setenv = std::move(items).value();
             return ok_status();
         }
+    } else if (section == "limits") {
+        auto known = apply_limit(p.limits, key, v);
+        if (!known) return known.error();
+        if (known.value()) return ok_status();
     } else if (section == "pam") {
         if (key == "service") {
             // The service name becomes a file name under /etc/pam.d.
@@ -348,7 +326,8 @@ Result<Policy> parse_config(std::string_view text) {
         if (line.front() == '[') {
             if (line.back() != ']') return bad(line_no, "malformed section header");
             section = std::string(trim(line.substr(1, line.size() - 2)));
-            if (section != "callers" && section != "tenants" && section != "jail" && section != "pam")
+            if (section != "callers" && section != "tenants" && section != "jail" && section != "limits" &&
+                section != "pam")
                 return bad(line_no, "unknown section [" + section + "]");
             if (!seen.insert("[" + section + "]").second) return bad(line_no, "duplicate section");
             continue;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "decide/limits.hpp"
 #include "base/validate.hpp"  // the shared validators, for the code that included them from here
 
 namespace clihost {
@@ -91,6 +92,8 @@ struct Policy {
     // host service that honours login shells (sshd, su, login) gives them
     // an unjailed shell. Absolute, root-owned, checked like bwrap at launch.
     std::string shell{};
+    // [limits]: the tenant's cgroup and its limits (limits.hpp)
+    Limits limits{};
     // [pam]
     std::string pam_service{"clihost-jail"};
     bool pam_session{true};

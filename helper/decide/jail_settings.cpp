@@ -48,6 +48,13 @@ JailSettings jail_settings(const Policy& p) {
         {"shell", p.shell},
         {"pam.service", p.pam_service},
         {"pam.session", p.pam_session ? "true" : "false"},
+        // [limits]: read when the supervisor starts, as the rest.
+        {"limits.cgroup_parent", p.limits.cgroup_parent},
+        {"limits.memory_max", memory_amount_text(p.limits.memory_max)},
+        {"limits.memory_high", memory_amount_text(p.limits.memory_high)},
+        {"limits.memory_swap_max", memory_amount_text(p.limits.memory_swap_max)},
+        {"limits.tasks_max", p.limits.tasks_max == 0 ? "max" : std::to_string(p.limits.tasks_max)},
+        {"limits.cpu_weight", std::to_string(p.limits.cpu_weight)},
     };
 }
 

@@ -101,7 +101,7 @@ std::string render_list_text(const ListEntry& e) {
         for (std::size_t i = 0; i < e.sessions.size(); ++i) out.append(i > 0 ? "," : "").append(e.sessions[i]);
     }
     for (const auto& [key, value] : e.figures)
-        out.append(" ").append(escape_account_name(key)).append("=").append(std::to_string(value));
+        out.append(" ").append(escape_account_name(key)).append("=").append(value ? std::to_string(*value) : "-");
     return out + "\n";
 }
 
@@ -147,7 +147,7 @@ std::string render_list_json(const ListEntry& e) {
     }
     out.append(", \"sessions_state\": ").append(json_string(state_name(e.state)));
     for (const auto& [key, value] : e.figures)
-        out.append(", ").append(json_string(escape_account_name(key))).append(": ").append(std::to_string(value));
+        out.append(", ").append(json_string(escape_account_name(key))).append(": ").append(value ? std::to_string(*value) : "null");
     return out + "}\n";
 }
 

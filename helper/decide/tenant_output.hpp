@@ -53,8 +53,9 @@ struct ListEntry {
     // (jail_settings.hpp's keys); not recorded by a jail of an earlier version.
     bool settings_recorded{true};
     std::vector<std::string> changed;
-    // Further figures (the resources issue's usage), in this order.
-    std::vector<std::pair<std::string, long long>> figures;
+    // Further figures (the resources issue's usage), in this order; an
+    // unknown one (no cgroup on this host) is `-` in text, null in JSON.
+    std::vector<std::pair<std::string, std::optional<long long>>> figures;
 };
 
 // One text line: tenant=NAME uid=UID supervisor=PID started=ISO8601

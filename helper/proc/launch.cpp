@@ -591,7 +591,7 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
 // `join_netns`: an attach jail's network namespace (the tenant's empty
 // one), joined while still root, before the drop; -1 for none.
 pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, int join_netns = -1,
-                   const Rlimits* limits = nullptr) {
+                   const Rlimits* limits = nullptr, const JailPlacement* place = nullptr) {
     const pid_t self = ::getpid();
     const pid_t child = fault::fail("fork") ? -1 : ::fork();
     if (child == 0) {
@@ -607,6 +607,15 @@ pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, 
             ::_exit(static_cast<int>(Exit::internal));
         }
         if (join_netns >= 0) ::close(join_netns);
+        // The tenant's cgroup (its jails leaf) and RLIMIT_NPROC = tasks_max,
+        // after pam_limits' and before anything of the jail runs: everything
+        // the watcher starts is in it.
+        if (place != nullptr) {
+            if (auto st = place->apply(); !st) {
+                report_tenant_failure(st.error());
+                ::_exit(static_cast<int>(st.error().code));
+            }
+        }
         run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, ready_fd, net_fd); });
     }
     return child;
@@ -812,7 +821,8 @@ int exit_status_of(int status) {
     return static_cast<int>(Exit::internal);
 }
 
-Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns) {
+Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns,
+                           const JailPlacement* place) {
     auto close_pam = [&] {
         if (pam == nullptr) return;
         const auto closed = pam->close();
@@ -845,7 +855,7 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
     // caller (a shell, say) gets it back afterwards, as a shell's job
     // control would give it back, or it could no longer read its terminal.
     const bool had_foreground = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
-    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0], join_netns);
+    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0], join_netns, nullptr, place);
     const int fork_errno = errno;
     if (chan[1] >= 0) ::close(chan[1]);
     if (child < 0) return refused(fail(Exit::internal, std::string("fork failed: ") + std::strerror(fork_errno)));
@@ -873,10 +883,10 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
 }
 
 Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end,
-                                    const Rlimits& limits) {
+                                    const Rlimits& limits, const JailPlacement* place) {
     if (auto st = block_relayed_signals(); !st) return st.error();
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return fail(Exit::internal, "cannot become the jail's subreaper");
-    const pid_t child = fork_watcher(plan, ready_fd, net_fd, parents_end, -1, &limits);
+    const pid_t child = fork_watcher(plan, ready_fd, net_fd, parents_end, -1, &limits, place);
     if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
     return child;
 }
@@ -906,7 +916,8 @@ bool apply_rlimits(const Rlimits& r) {
     return true;
 }
 
-Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int join_netns, const Rlimits& limits) {
+Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int join_netns, const Rlimits& limits,
+                                    const JailPlacement* place) {
     if (plan.net == JailNet::isolated || plan.action == JailAction::serve)
         return fail(Exit::internal, "a connection jail has no network of its own and is no session jail");
     if ((plan.net == JailNet::tenant_empty) != (join_netns >= 0))
@@ -933,6 +944,13 @@ Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int jo
     if (!apply_rlimits(limits)) {
         report_tenant_failure(fail(Exit::internal, "cannot set the tenant's limits"));
         ::_exit(static_cast<int>(Exit::internal));
+    }
+    // The tenant's jails leaf and RLIMIT_NPROC = tasks_max, as root.
+    if (place != nullptr) {
+        if (auto st = place->apply(); !st) {
+            report_tenant_failure(st.error());
+            ::_exit(static_cast<int>(st.error().code));
+        }
     }
     ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
     if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) ::_exit(static_cast<int>(Exit::internal));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "decide/identity.hpp"
+#include "host/cgroup.hpp"
 #include "priv/pam_session.hpp"
 #include "decide/plan.hpp"
 #include "priv/privdrop.hpp"
@@ -70,7 +71,10 @@ sigset_t group_signals();
 // `pam` may be null (session = false, and the attach jail). `join_netns`:
 // the namespace a JailNet::tenant_empty plan joins (its watcher, as root,
 // before the drop), -1 for any other plan; a mismatch is refused.
-Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns = -1);
+// `place`: the watcher enters the tenant's cgroup and takes its
+// RLIMIT_NPROC as root, before the drop (null: neither).
+Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns = -1,
+                           const JailPlacement* place = nullptr);
 
 // The session jail's watcher, forked by its supervisor: the tenant makes
 // the tmux socket directory, starts bwrap (in a session of its own) and
@@ -80,7 +84,7 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
 // (attach_user_net, net.hpp), and closes `parents_end`, the caller's end of
 // that channel; both -1 otherwise.
 Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end,
-                                    const Rlimits& limits);
+                                    const Rlimits& limits, const JailPlacement* place);
 
 // A connection's jail (an attach jail, a one-off jail without a network of
 // its own), started by the tenant's supervisor as its child: `stdio` (the
@@ -90,7 +94,9 @@ Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, 
 // every other descriptor, and becomes the jail's watcher (the tenant), which
 // relays WINCH/TSTP/CONT to the jail's process group and ends the
 // jail on HUP/TERM. Its exit status is the jail's. Returns its pid.
-Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int join_netns, const Rlimits& limits);
+// `place`, as for a session watcher: the jails leaf and RLIMIT_NPROC.
+Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int join_netns, const Rlimits& limits,
+                                    const JailPlacement* place);
 
 // Waits for `child` with relayed_signals() blocked: relays each signal to
 // it, reaps everything re-parented to us, and SIGKILLs what is left once the

@@ -52,9 +52,11 @@ bool send_reply(int sock, const Reply& r) {
 class Owner {
 public:
     Owner(const SessionStart& s, const RuntimeDir& dir, std::vector<std::string> pam_env, Rlimits limits,
-          pid_t session_watcher, UniqueFd listener, bool attach_netns)
-        : s_(s), dir_(dir), pam_env_(std::move(pam_env)), limits_(limits), session_(session_watcher),
+          const JailPlacement& place, pid_t session_watcher, UniqueFd listener, bool attach_netns)
+        : s_(s), dir_(dir), pam_env_(std::move(pam_env)), limits_(limits), place_(place), session_(session_watcher),
           listener_(std::move(listener)), attach_netns_(attach_netns) {}
+
+    bool stopped() const { return stopped_; }
 
     // The event loop; returns the session jail's wait status.
     int run(int sigfd) {
@@ -143,6 +145,14 @@ private:
             ending_at_ = std::time(nullptr) + 3;
             log::context().caller.assign(1, '-');
             if (std::string(why) == "stopped") log::audit("allow", "the supervisor was asked to stop");
+        }
+        // `stop`: every process of every jail, by the jails leaf (setsid,
+        // double forks, stopped processes included); the signals below
+        // still go to the watchers (no cgroup on this host: they are all).
+        if (std::string(why) == "stopped" && !stopped_) {
+            stopped_ = true;
+            if (place_.cgroup != nullptr)
+                if (auto st = place_.cgroup->kill_jails(); !st) log::audit("warn", st.error().message);
         }
         if (listener_.valid()) {
             listener_.reset();
@@ -276,7 +286,7 @@ private:
         if (plan.value().net == JailNet::isolated)
             return refuse(fail(Exit::host, "a one-off jail with network = isolated is not served by the supervisor yet"));
         const int stdio[3] = {fds[0].get(), fds[1].get(), fds[2].get()};
-        auto pid = spawn_connection_jail(plan.value(), stdio, netns.get(), limits_);
+        auto pid = spawn_connection_jail(plan.value(), stdio, netns.get(), limits_, &place_);
         if (!pid) return refuse(pid.error());
         c.watcher = pid.value();
         c.deadline = 0;
@@ -329,6 +339,8 @@ private:
     const RuntimeDir& dir_;
     std::vector<std::string> pam_env_;
     Rlimits limits_;
+    JailPlacement place_;
+    bool stopped_{false};
     pid_t session_;
     int session_status_{-1};
     UniqueFd listener_;
@@ -340,9 +352,12 @@ private:
 }  // namespace
 
 int serve_connections(const SessionStart& s, const RuntimeDir& dir, std::vector<std::string> pam_env,
-                      Rlimits limits, pid_t session_watcher, UniqueFd listener, bool attach_netns, int sigfd) {
-    Owner owner(s, dir, std::move(pam_env), limits, session_watcher, std::move(listener), attach_netns);
-    return owner.run(sigfd);
+                      Rlimits limits, const JailPlacement& place, pid_t session_watcher, UniqueFd listener,
+                      bool attach_netns, int sigfd, bool& stopped) {
+    Owner owner(s, dir, std::move(pam_env), limits, place, session_watcher, std::move(listener), attach_netns);
+    const int status = owner.run(sigfd);
+    stopped = owner.stopped();
+    return status;
 }
 
 }  // namespace clihost

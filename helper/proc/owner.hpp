@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/unique_fd.hpp"
+#include "host/cgroup.hpp"
 #include "host/runtime_state.hpp"
 #include "proc/launch.hpp"
 #include "proc/session.hpp"
@@ -24,7 +25,11 @@ namespace clihost {
 // a stop signal arrives: the endpoint, record and attach namespace go,
 // every jail is ended (SIGKILL after 3 s), everything re-parented to us is
 // killed and reaped. Returns the session jail's wait status.
+// `place`: each jail's watcher enters the tenant's jails leaf with
+// RLIMIT_NPROC = tasks_max; a stop signal kills that leaf (every process of
+// every jail, whatever it did) and sets `stopped`.
 int serve_connections(const SessionStart& s, const RuntimeDir& dir, std::vector<std::string> pam_env,
-                      Rlimits limits, pid_t session_watcher, UniqueFd listener, bool attach_netns, int sigfd);
+                      Rlimits limits, const JailPlacement& place, pid_t session_watcher, UniqueFd listener,
+                      bool attach_netns, int sigfd, bool& stopped);
 
 }  // namespace clihost

@@ -2,6 +2,8 @@
 // Size: the supervisor's whole start on one screen per step (clean state, PAM,
 // the session jail, its endpoint and record) and stop; the event loop is owner.cpp.
 // of a start, on one screen, is serve_session().
+// Size: the supervisor's whole start (clean state, cgroup, PAM, watcher,
+// record, endpoint) stays in one file so that its order reads top to bottom.
 #include "proc/session.hpp"
 
 #include <fcntl.h>
@@ -30,6 +32,7 @@
 
 #include "base/fault.hpp"
 #include "proc/launch.hpp"
+#include "host/cgroup.hpp"
 #include "base/log.hpp"
 #include "proc/net.hpp"
 #include "priv/pam_session.hpp"
@@ -71,6 +74,15 @@ bool detach_stdio() {
     for (int fd = 0; fd <= 2; ++fd)
         if (::dup2(null, fd) != fd) return false;
     return ::close(null) == 0;
+}
+
+// The limits in the start's audit line: configured, applied, and what
+// this host does not enforce.
+std::string limits_line(const Limits& l, const TenantCgroup& cg) {
+    std::string out = "limits " + limits_summary(l, cg.resolved());
+    out += cg.placed() ? ", cgroup " + cg.path() : ", no cgroup";
+    for (const auto& w : cg.warnings()) out += "; warning: " + w;
+    return out;
 }
 
 // The supervisor's own limits: root's own, PID 1's (never the caller's,
@@ -177,6 +189,15 @@ int serve_session(const SessionStart& s, int report_fd) {
     //    What the policy refuses, refused before the PAM session opens.
     if (auto st = validate_request(s.policy, t, Request{JailAction::serve, "", {}}, s.probe); !st)
         return failed(st.error());
+    //    The tenant's cgroup, its limits written before anything enters
+    //    (an explicit limit this host cannot carry refuses, exit 3); this
+    //    process in its leaf, out of the caller's cgroup (a restart of the
+    //    proxy's service no longer reaches the session jail), before PAM.
+    auto cg = setup_tenant_cgroup(s.policy.limits, t.uid);
+    if (!cg) return failed(cg.error());
+    if (auto st = cg.value().enter_supervisor(); !st) return failed(st.error());
+    const JailPlacement place{&cg.value(), s.policy.limits.tasks_max};
+    const auto oom_before = cg.value().usage().oom_kills.value_or(0);
     // 2. An isolated network's prerequisites, proven (exit 3 if missing):
     //    never a jail with half of its isolation.
     std::optional<TenantCreds> net;
@@ -209,7 +230,7 @@ int serve_session(const SessionStart& s, int report_fd) {
     int chan[2] = {-1, -1};
     if (net && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
         return failed(fail(Exit::internal, "socketpair failed"));
-    auto watcher = spawn_session_watcher(plan.value(), ready[1], chan[1], chan[0], tenant_limits);
+    auto watcher = spawn_session_watcher(plan.value(), ready[1], chan[1], chan[0], tenant_limits, &place);
     ::close(ready[1]);
     if (chan[1] >= 0) ::close(chan[1]);
     Status up = watcher ? ok_status() : Status(watcher.error());
@@ -265,14 +286,19 @@ int serve_session(const SessionStart& s, int report_fd) {
                                          plan.value().proc_source + ", network " +
                                          std::string(jail_net_name(plan.value().net)) +
                                          (net ? " (slirp4netns " + std::to_string(user_net.pid) + ")" : "") +
-                                         (pam ? ", PAM session open" : ", no PAM session"),
+                                         (pam ? ", PAM session open" : ", no PAM session") + ", " +
+                                         limits_line(s.policy.limits, cg.value()),
                                      plan.value()));
     write_report(report_fd, ok_status());
     ::close(report_fd);
     // 7. Serve connections until the session jail ends (its last tmux
     //    session, `stop`); then every jail ends, and PAM closes, once.
-    const int status = serve_connections(s, dir, pam_env, tenant_limits, watcher.value(), std::move(listener),
-                                         attach_netns, sigfd.get());
+    //    `stop` ends the jails by their cgroup, whatever they did (setsid,
+    //    double forks, stopped processes), connection jails too.
+    bool stopped = false;
+    const int status = serve_connections(s, dir, pam_env, tenant_limits, place, watcher.value(), std::move(listener),
+                                         attach_netns, sigfd.get(), stopped);
+    const auto ooms = cg.value().usage().oom_kills.value_or(0) - oom_before;
     dir.remove_if(t.uid, rec.pid);
     std::string closed = pam ? ", PAM session closed" : "";
     if (pam)
@@ -280,7 +306,10 @@ int serve_session(const SessionStart& s, int report_fd) {
     ctx.caller = "-";
     ctx.session = "-";
     ctx.action = "session";
-    log::audit("exit", "session jail ended with status " + std::to_string(exit_status_of(status)) + closed);
+    const std::string why = stopped ? "stop" : ooms > 0 && exit_status_of(status) != 0 ? "OOM" : "its last session";
+    log::audit("exit", "session jail ended (" + why + ") with status " + std::to_string(exit_status_of(status)) +
+                           (ooms > 0 ? ", " + std::to_string(ooms) + " process(es) OOM-killed in its cgroup" : "") +
+                           closed);
     return 0;
 }
 
@@ -370,19 +399,19 @@ std::vector<SupervisorRecord> live_session_jails() {
     return out;
 }
 
-Result<bool> stop_session_jail(uid_t uid) {
-    auto dir = RuntimeDir::open();
-    if (!dir) return dir.error();
-    auto lock = dir.value().lock_tenant(uid, kLockSeconds);
-    if (!lock) return lock.error();
-    auto r = dir.value().read(uid);
+namespace {
+
+// The supervisor of `uid`'s record ended (SIGTERM, SIGKILL after a grace
+// period); the caller holds the tenant's lock. False: none was running.
+Result<bool> stop_supervisor(const RuntimeDir& dir, uid_t uid) {
+    auto r = dir.read(uid);
     if (!r) return false;
     const UniqueFd pidfd = open_supervisor(*r);
     if (!pidfd.valid()) {
         // A record left by a crash or a reboot: not trusted, not followed.
         // What its supervisor would have removed goes with it.
-        dir.value().remove_attach_netns(uid);
-        dir.value().remove_if(uid, r->pid);
+        dir.remove_attach_netns(uid);
+        dir.remove_if(uid, r->pid);
         return false;
     }
     // The supervisor relays SIGTERM: bwrap dies, its pid namespace with it,
@@ -392,12 +421,34 @@ Result<bool> stop_session_jail(uid_t uid) {
         // Its watcher hears of its death (parent-death signal) and ends the jail.
         (void)signal_pidfd(pidfd.get(), SIGKILL);
         (void)wait_pidfd(pidfd.get(), 2);
-        dir.value().remove_attach_netns(uid);
-        dir.value().remove_if(uid, r->pid);
+        dir.remove_attach_netns(uid);
+        dir.remove_if(uid, r->pid);
         log::audit("warn", "the session jail's supervisor did not end within " + std::to_string(kStopSeconds) +
                                " s and was killed");
     }
     return true;
+}
+
+}  // namespace
+
+Result<bool> stop_session_jail(uid_t uid, const Limits& limits) {
+    auto dir = RuntimeDir::open();
+    if (!dir) return dir.error();
+    auto lock = dir.value().lock_tenant(uid, kLockSeconds);
+    if (!lock) return lock.error();
+    auto was_running = stop_supervisor(dir.value(), uid);
+    if (!was_running) return was_running.error();
+    // Whatever is left in the tenant's jails (of a supervisor that was
+    // killed, a one-off jail), then the cgroup, under the tenant's lock: no
+    // start can be setting it up meanwhile. Nothing of the tenant survives.
+    const TenantCgroup cg = open_tenant_cgroup(limits, uid);
+    if (cg.placed()) {
+        if (auto st = cg.kill_jails(); !st) return st.error();
+        // A one-off jail's root parent may still be in its leaf: refused
+        // (EBUSY), the empty cgroup stays for the next start.
+        if (auto st = cg.remove(); !st) log::audit("warn", st.error().message);
+    }
+    return was_running.value();
 }
 
 }  // namespace clihost

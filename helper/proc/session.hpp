@@ -57,7 +57,9 @@ std::optional<JailSettings> session_jail_settings(const SupervisorRecord& r);
 std::vector<SupervisorRecord> live_session_jails();
 
 // Ends the session jail of `uid` and waits until its supervisor is gone
-// (SIGTERM, then SIGKILL after a grace period). False if none was running.
-Result<bool> stop_session_jail(uid_t uid);
+// (SIGTERM, then SIGKILL after a grace period), then kills whatever is left
+// in the tenant's jails cgroup and removes the cgroup. False if no session
+// jail was running.
+Result<bool> stop_session_jail(uid_t uid, const Limits& limits);
 
 }  // namespace clihost

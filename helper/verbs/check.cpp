@@ -1,6 +1,10 @@
 // check.cpp: `check`, a report for a human whose exit status is the answer.
 #include "verbs/check.hpp"
 
+#include <sys/statvfs.h>
+
+#include "host/cgroup.hpp"
+
 #include <cstdio>
 
 #include "host/accounts.hpp"
@@ -74,6 +78,47 @@ void network_section(const Prepared& p, bool can_start, Line line, Problem probl
     if (!ran) bad("network trial", ran.error().message);
     else if (ran.value() != 0) bad("network trial", "an isolated jail exited with status " + std::to_string(ran.value()));
     else line("network trial", "ok (/bin/true ran in an isolated jail with slirp4netns as " + p.tenant->account.name + ")");
+}
+
+// [limits]: configured, what this host's cgroups can carry, and, for a
+// tenant with a cgroup, the values the kernel reads back.
+template <class Line, class Problem>
+void limits_section(const Prepared& p, Line&& line, Problem&& problem) {
+    const Limits& l = p.policy().limits;
+    line("limits", "configured: " + limits_summary(l, std::nullopt));
+    const CgroupHost host = detect_cgroups("/sys/fs/cgroup", true);
+    std::string where;
+    bool read_only = false;
+    for (const auto& h : host.hierarchies) {
+        struct statvfs sv{};
+        if (::statvfs(h.mount.c_str(), &sv) == 0 && (sv.f_flag & ST_RDONLY) != 0) read_only = true;
+        where += (where.empty() ? "" : " ") + (h.controller.empty() ? h.mount : h.controller);
+    }
+    const std::string version = host.version == CgroupVersion::v2 ? "v2" : "v1";
+    if (host.hierarchies.empty() || read_only) {
+        const std::string why = host.hierarchies.empty() ? host.why_not : "the cgroup file system is read-only";
+        // Only a limit the file sets must be enforced; the defaults are
+        // then the container's own limits' to bound.
+        if (l.memory_explicit || l.tasks_explicit || l.cpu_explicit)
+            problem("cgroups", why + ": the limits set in [limits] cannot be enforced");
+        else
+            line("cgroups", why + ": the default limits are not enforced (tasks_max still bounds each jail as "
+                                  "RLIMIT_NPROC)");
+        return;
+    }
+    line("cgroups", version + " (" + where + "), tenants' cgroups under " + l.cgroup_parent);
+    if (!p.tenant) return;
+    const TenantCgroup cg = open_tenant_cgroup(l, p.tenant->account.uid);
+    if (!cg.placed()) {
+        line("tenant cgroup", "none (made when its session jail starts)");
+        return;
+    }
+    std::string applied;
+    for (const auto& [file, value] : cg.applied()) applied += (applied.empty() ? "" : ", ") + file + " " + value;
+    const auto use = cg.usage();
+    line("tenant cgroup", cg.path() + ": applied " + applied + "; memory " +
+                              (use.memory ? std::to_string(*use.memory) : std::string("-")) + ", tasks " +
+                              (use.tasks ? std::to_string(*use.tasks) : std::string("-")));
 }
 
 }  // namespace
@@ -162,6 +207,7 @@ int do_check(const Prepared& p, const StartState& start) {
         line("proc", "ok (" + proc.value().source() + ")");
     }
     network_section(p, can_start, line, problem);
+    limits_section(p, line, problem);
     // Without a tenant: every live session jail whose settings the file has changed.
     if (!p.tenant)
         for (const auto& rec : live_session_jails()) {

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "verbs/check.hpp"
+#include "host/cgroup.hpp"
 #include "decide/cli.hpp"
 #include "decide/request.hpp"
 #include "host/config_file.hpp"
@@ -200,6 +201,9 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
             }
         }
     }
+    out.append("# limits, of all the tenant's jails together (read when a jail starts): ")
+        .append(limits_summary(p.policy().limits, std::nullopt))
+        .append("\n");
     const bool written = std::fputs(out.c_str(), stdout) >= 0;
     log::audit("allow", "plan printed");
     return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
@@ -304,17 +308,27 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
         if (!creds) return refuse(creds.error());
         net = creds.value();
     }
+    // The tenant's cgroup, with its limits (an explicit one this host cannot
+    // carry refuses, exit 3), entered by the jail before anything of it runs.
+    auto cg = setup_tenant_cgroup(policy.limits, p.tenant->account.uid);
+    if (!cg) return refuse(cg.error());
+    const JailPlacement place{cg.value().placed() ? &cg.value() : nullptr, policy.limits.tasks_max};
+    std::string unenforced;  // rides in the allow line, as the plan's warnings do
+    for (const auto& w : cg.value().warnings()) unenforced += "; warning: " + w;
     if (!policy.pam_session) {
         auto plan = plan_for(p, start, req);
         if (!plan) return refuse(plan.error());
         if (!net) {
             log::audit("allow", audit_reason("exec bwrap, /proc " + plan.value().proc_source +
-                                                 ", network host, no PAM session", plan.value()));
+                                                 ", network host, no PAM session" + unenforced,
+                                             plan.value()));
+            if (auto st = place.apply(); !st) return refuse(st.error());
             exec_jail(plan.value(), start.parent);
         }
         log::audit("allow", audit_reason("starting bwrap, /proc " + plan.value().proc_source +
-                                             ", network isolated, no PAM session", plan.value()));
-        auto status = run_supervised(plan.value(), nullptr, &*net);
+                                             ", network isolated, no PAM session" + unenforced,
+                                         plan.value()));
+        auto status = run_supervised(plan.value(), nullptr, &*net, -1, &place);
         if (!status) return refuse(status.error());
         log::audit("exit", "jail exited with status " + std::to_string(status.value()));
         return status.value();
@@ -326,9 +340,9 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
     auto plan = plan_for(p, start, req, pam.value()->environment());
     if (!plan) return refuse(plan.error());  // the session closes as pam goes out of scope
     log::audit("allow", audit_reason("PAM session open, starting bwrap, /proc " + plan.value().proc_source +
-                                         ", network " + std::string(jail_net_name(plan.value().net)),
+                                         ", network " + std::string(jail_net_name(plan.value().net)) + unenforced,
                                      plan.value()));
-    auto status = run_supervised(plan.value(), pam.value().get(), net ? &*net : nullptr);
+    auto status = run_supervised(plan.value(), pam.value().get(), net ? &*net : nullptr, -1, &place);
     if (!status) return refuse(status.error());
     log::audit("exit", "jail exited with status " + std::to_string(status.value()) + ", PAM session closed");
     return status.value();
@@ -370,7 +384,7 @@ int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
     if (auto st = require_root(p); !st) return refuse(st.error());
     auto uid = tenant_uid(p.policy(), *cl.user, db);
     if (!uid) return refuse(uid.error());
-    auto stopped = stop_session_jail(uid.value());
+    auto stopped = stop_session_jail(uid.value(), p.policy().limits);
     if (!stopped) return refuse(stopped.error());
     const std::string what = stopped.value() ? "session jail stopped" : "no session jail was running";
     log::audit("allow", what);
@@ -384,7 +398,8 @@ int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
 // `sessions=?` and delays nobody else. Nothing a tenant says reaches the
 // output but its session names, escaped (caller_session_name). changed=:
 // the settings the jail runs with that differ from the config file now
-// (a running jail keeps them until `stop`).
+// (a running jail keeps them until `stop`). memory=, tasks=: the usage of
+// all the tenant's jails, from its cgroup (`-`/null: none on this host).
 int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     if (auto st = require_root(p); !st) return refuse(st.error());
     std::optional<uid_t> only;
@@ -417,6 +432,13 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
         const auto drift = settings_drift(session_jail_settings(r), p.policy());
         e.settings_recorded = drift.recorded;
         for (const auto& c : drift.changes) e.changed.push_back(c.key);
+        // Usage of all the tenant's jails, from its cgroup (none: unknown).
+        const auto use = open_tenant_cgroup(p.policy().limits, r.uid).usage();
+        auto num = [](const std::optional<std::uint64_t>& n) -> std::optional<long long> {
+            if (!n) return std::nullopt;
+            return static_cast<long long>(*n);
+        };
+        e.figures = {{"memory", num(use.memory)}, {"tasks", num(use.tasks)}};
         entries.push_back(std::move(e));
     }
     std::vector<const Plan*> asked;

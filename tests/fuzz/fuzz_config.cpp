@@ -48,6 +48,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Never 0 (tmpfs: no limit), never past the bound the plan renders.
     check(p.tmpfs_size >= kMinTmpfsSize && p.tmpfs_size <= kMaxTmpfsSize);
     if (p.tmpfs_size != kDefaultTmpfsSize) check(text.find("tmpfs_size") != std::string_view::npos);
+    // Limits: within their bounds, the parent a clean relative path, and a
+    // value other than the default only where the file named the key.
+    const Limits& l = p.limits;
+    check(is_valid_cgroup_parent(l.cgroup_parent));
+    check(l.tasks_max == 0 || (l.tasks_max >= kMinTasksMax && l.tasks_max <= kMaxTasksMax));
+    check(l.cpu_weight >= 1 && l.cpu_weight <= 10000);
+    for (const auto* m : {&l.memory_max, &l.memory_high})
+        check(m->kind != MemoryAmount::Kind::percent || (m->value >= 1 && m->value <= 100));
+    for (const auto* m : {&l.memory_max, &l.memory_high})
+        check(m->kind != MemoryAmount::Kind::bytes || (m->value >= kMinMemoryLimit && m->value <= kMaxMemoryLimit));
+    check(l.memory_swap_max.kind != MemoryAmount::Kind::percent);
+    if (l.tasks_explicit || l.tasks_max != Limits{}.tasks_max) check(text.find("tasks_max") != std::string_view::npos);
+    if (l.cpu_explicit || l.cpu_weight != Limits{}.cpu_weight) check(text.find("cpu_weight") != std::string_view::npos);
+    if (l.memory_explicit) check(text.find("memory_") != std::string_view::npos);
+    // Whatever was accepted resolves without overflow, at any memory size.
+    for (std::uint64_t avail : {std::uint64_t{0}, std::uint64_t{1} << 30, ~std::uint64_t{0}}) {
+        const auto r = resolve_limits(l, avail);
+        if (r.memory_max) check(*r.memory_max >= kMinMemoryLimit);
+    }
     // setenv: bounded; no identity, loader or sandbox variable; PATH keeps
     // the default's entries; values without blanks, quotes or control bytes
     // and with no variable but $HOME; each item accepted on its own again.

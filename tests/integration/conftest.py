@@ -55,6 +55,26 @@ NON_TENANT = "ctj-carol"
 # What a child started by the harness gets unless a test says otherwise.
 DEFAULT_ENV = {"PATH": "/usr/bin:/bin"}
 
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def _own_cgroup():
+    """The cgroup this test run is in, in the memory hierarchy (v1) or the
+    unified one (v2), without its leading '/'. On these machines it belongs
+    to the machine's own manager: nothing may leave it, so the tenants'
+    cgroups are made below it (its path is then the parent in every
+    hierarchy: made where absent, removed after)."""
+    for line in open("/proc/self/cgroup"):
+        _, controllers, path = line.rstrip("\n").split(":", 2)
+        if "memory" in controllers.split(",") or (controllers == "" and os.path.exists(CGROUP_ROOT + "/cgroup.controllers")):
+            return path.strip("/")
+    return ""
+
+
+# The tenants' cgroups in the suites: PARENT/UID in each hierarchy.
+CGROUP_PARENT = "/".join(p for p in (_own_cgroup(), "ctj-tenants") if p)
+
+
 # refusal_delay_max = 0: the refusal delay is off but where a test turns it
 # on (test_clihost_proxy.py); the suites make many refusals on purpose.
 BASE_CONFIG = f"""[callers]
@@ -68,7 +88,43 @@ refusal_delay_max = 0
 [jail]
 allow_caller_command = true
 shell = /usr/bin/bash
+[limits]
+cgroup_parent = {CGROUP_PARENT}
 """
+
+
+def cgroup_dirs(rel):
+    """rel's directory in every cgroup hierarchy there is (v2: one)."""
+    if os.path.exists(CGROUP_ROOT + "/cgroup.controllers"):
+        return [os.path.join(CGROUP_ROOT, rel)]
+    return [os.path.join(CGROUP_ROOT, c, rel) for c in ("memory", "pids", "cpu", "freezer")
+            if os.path.exists(os.path.join(CGROUP_ROOT, c, "cgroup.procs"))]
+
+
+def tenant_cgroup(tenant, controller, leaf="jails", parent=None):
+    """The tenant's cgroup directory (its jails leaf by default) in the
+    hierarchy of `controller` (v1; ignored on v2)."""
+    rel = os.path.join(parent or CGROUP_PARENT, str(pwd.getpwnam(tenant).pw_uid), leaf)
+    if os.path.exists(CGROUP_ROOT + "/cgroup.controllers"):
+        return os.path.join(CGROUP_ROOT, rel)
+    return os.path.join(CGROUP_ROOT, controller, rel)
+
+
+def remove_cgroup_tree(rel):
+    """Removes the suites' cgroups: rel and what is below it, deepest first,
+    then each of rel's components that the suites made (empty ones)."""
+    for top in cgroup_dirs(rel):
+        for d, _, _ in sorted(os.walk(top), key=lambda w: -w[0].count("/")):
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+        # Up to the hierarchy's mount: a non-empty one (the run's own
+        # cgroup, which holds this process) stays.
+        mount = top[: len(top) - len(rel)].rstrip("/")
+        d = os.path.dirname(top)
+        while len(d) > len(mount):
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+            d = os.path.dirname(d)
 # Where suites put an sshd drop-in for the test tenant group (removed after).
 TEST_SSHD_DROP_IN = "/etc/ssh/sshd_config.d/ctj-routes-test.conf"
 
@@ -359,6 +415,7 @@ class Host:
 
     def destroy(self):
         self.stop_all()
+        remove_cgroup_tree(CGROUP_PARENT)
         for u in [PROXY, INTRUDER, OUTSIDER, NON_TENANT, *TENANTS, *getattr(self, "extra_users", [])]:
             _delete_user(u)
         for g in [EXEC_GROUP, TENANT_GROUP]:

@@ -88,7 +88,7 @@ def test_a_session_jail_started_before_a_config_change_is_named_until_stop(host,
     # Against the changed file: list names both keys, check both values.
     line = list_line(host, alice, after)
     assert re.fullmatch(r"tenant=\S+ uid=\d+ supervisor=\d+ started=\S+ changed=tmpfs_size,nested_sandbox "
-                        r"sessions=\S+", line), line
+                        r"sessions=\S+ memory=\S+ tasks=\S+", line), line
     r = host.run_root([host.bin, "check", "--user", alice], config=after)
     assert check_line(r.stdout, "session jail settings") == (
         "WARNING: differ from the config file: tmpfs_size (started 256M, now 128M), nested_sandbox (started "

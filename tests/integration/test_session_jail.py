@@ -162,7 +162,7 @@ def test_twenty_tenants_three_reconnects_each_one_session_jail_per_tenant(host, 
         for n in names:
             mine = [l for l in lines if l.startswith(f"tenant={n} ")]
             assert len(mine) == 1, (n, lines)
-            assert mine[0].endswith(" sessions=main"), mine
+            assert re.search(r" sessions=main memory=\d+ tasks=\d+$", mine[0]), mine
             assert len(supervisors(host, n)) == 1
     finally:
         for n in names:
@@ -353,7 +353,7 @@ def test_list_names_each_live_session_jail_with_its_sessions(host, alice, terms)
     lines = list_lines(host, "--user", alice)
     assert len(lines) == 1, lines
     m = re.fullmatch(r"tenant=(\S+) uid=(\d+) supervisor=(\d+) started=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) "
-                     r"changed=- sessions=(\S+)", lines[0])
+                     r"changed=- sessions=(\S+) memory=(\d+) tasks=(\d+)", lines[0])
     assert m, lines[0]
     assert m.group(1) == alice and int(m.group(2)) == pwd.getpwnam(alice).pw_uid
     assert [int(m.group(3))] == supervisors(host, alice)

@@ -52,6 +52,12 @@ int main() {
     std::printf("network = %s\n", std::string(network_mode_name(p.network)).c_str());
     std::printf("nested_sandbox = %s\ntmpfs_size = %s\n", p.nested_sandbox ? "true" : "false",
                 size_text(p.tmpfs_size).c_str());
+    const Limits& l = p.limits;
+    std::printf("[limits]\ncgroup_parent = %s\nmemory_max = %s\nmemory_high = %s\nmemory_swap_max = %s\n",
+                l.cgroup_parent.c_str(), memory_amount_text(l.memory_max).c_str(),
+                memory_amount_text(l.memory_high).c_str(), memory_amount_text(l.memory_swap_max).c_str());
+    std::printf("tasks_max = %s\ncpu_weight = %u\n",
+                l.tasks_max ? std::to_string(l.tasks_max).c_str() : "max", l.cpu_weight);
     std::printf("[pam]\nservice = %s\nsession = %s\n", p.pam_service.c_str(), p.pam_session ? "true" : "false");
     return 0;
 }

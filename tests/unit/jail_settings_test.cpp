@@ -22,7 +22,9 @@ TEST(JailSettings, EverySettingThatShapesAJailIsRecorded) {
     for (const auto& [k, v] : s) keys.push_back(k);
     EXPECT_EQ(keys, (std::vector<std::string>{"bwrap", "proc", "ro_bind", "tmpfs", "tmpfs_size", "network",
                                               "nested_sandbox", "extra_env", "setenv", "shell", "pam.service",
-                                              "pam.session"}));
+                                              "pam.session", "limits.cgroup_parent", "limits.memory_max",
+                                              "limits.memory_high", "limits.memory_swap_max", "limits.tasks_max",
+                                              "limits.cpu_weight"}));
     EXPECT_EQ(s[4].second, "256M");
     EXPECT_EQ(s[8].second, "A=$HOME/x");
     EXPECT_EQ(s[2].second, "/usr /bin /sbin /lib /lib32 /lib64 /etc /opt /var/lib");
@@ -74,4 +76,14 @@ TEST(JailSettings, TheRecordRoundTripsAndRefusesAnythingElse) {
     const auto high = jail_settings(parsed("[jail]\nro_bind = /usr /s\xaein /x\x7f\n"));
     ASSERT_TRUE(parse_settings(format_settings(high)).ok());
     EXPECT_EQ(parse_settings(format_settings(high)).value(), high);
+}
+
+TEST(JailSettings, ALimitChangedInTheFileIsDrift) {
+    const auto started = jail_settings(parsed("[limits]\ntasks_max = 100\n"));
+    const auto drift = settings_drift(started, parsed("[limits]\ntasks_max = 200\nmemory_max = 1G\n"));
+    ASSERT_TRUE(drift.recorded);
+    std::vector<std::string> keys;
+    for (const auto& c : drift.changes) keys.push_back(c.key);
+    EXPECT_EQ(keys, (std::vector<std::string>{"limits.memory_max", "limits.tasks_max"}));
+    EXPECT_TRUE(settings_drift(started, parsed("[limits]\ntasks_max = 100\n")).changes.empty());
 }

@@ -113,6 +113,10 @@ TEST(ListText, NoneNotATenantAndNoAnswerAreTold) {
     auto e = entry({"a", "b"});
     e.figures = {{"memory", 123}, {"tasks", 4}};
     EXPECT_NE(render_list_text(e).find(" sessions=a,b memory=123 tasks=4\n"), std::string::npos);
+    // No cgroup on this host: unknown, never a made-up 0.
+    e.figures = {{"memory", std::nullopt}, {"tasks", std::nullopt}};
+    EXPECT_NE(render_list_text(e).find(" sessions=a,b memory=- tasks=-\n"), std::string::npos);
+    EXPECT_NE(render_list_json(e).find("\"memory\": null, \"tasks\": null}"), std::string::npos);
 }
 
 TEST(ListText, ChangedSettingsAreNamedOrUnknown) {

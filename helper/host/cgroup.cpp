@@ -1,0 +1,356 @@
+// cgroup.cpp: the tenant's cgroup on the cgroup file system (cgroup.hpp).
+#include "host/cgroup.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "base/file_read.hpp"
+
+namespace clihost {
+namespace {
+
+constexpr long kCgroupMagic = 0x27e0eb;       // CGROUP_SUPER_MAGIC
+constexpr long kCgroup2Magic = 0x63677270;    // CGROUP2_SUPER_MAGIC
+constexpr std::size_t kMaxCgroupFile = 1 << 20;
+constexpr const char* kV1Controllers[] = {"memory", "pids", "cpu", "freezer"};
+
+bool exists(const std::string& path) {
+    struct stat st{};
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+bool is_fs(const std::string& dir, long magic) {
+    struct statfs sf{};
+    return ::statfs(dir.c_str(), &sf) == 0 && static_cast<long>(sf.f_type) == magic;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+Status write_file(const std::string& path, const std::string& value) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return fail(Exit::host, "cannot open " + path + ": " + errno_text(errno));
+    const auto n = ::write(fd, value.data(), value.size());
+    const int err = errno;
+    ::close(fd);
+    if (n != static_cast<ssize_t>(value.size()))
+        return fail(Exit::host, "cannot write " + value + " to " + path + ": " + errno_text(err));
+    return ok_status();
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+    auto r = read_bounded(path, kMaxCgroupFile);
+    if (!r) return std::nullopt;
+    return r.value();
+}
+
+std::optional<std::uint64_t> to_number(std::string_view s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
+    std::uint64_t n = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec != std::errc{} || ptr != s.data() + s.size()) return std::nullopt;
+    return n;
+}
+
+std::optional<std::uint64_t> read_number(const std::string& path) {
+    const auto s = read_file(path);
+    return s ? to_number(*s) : std::nullopt;
+}
+
+// "KEY N" in a flat keyed file (memory.events, memory.oom_control, meminfo).
+std::optional<std::uint64_t> keyed(const std::string& text, const std::string& key) {
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        auto nl = text.find('\n', pos);
+        if (nl == std::string::npos) nl = text.size();
+        std::string_view line(text.data() + pos, nl - pos);
+        pos = nl + 1;
+        if (line.size() > key.size() && line.compare(0, key.size(), key) == 0 &&
+            (line[key.size()] == ' ' || line[key.size()] == ':')) {
+            line.remove_prefix(key.size() + 1);
+            while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+            if (auto sp = line.find(' '); sp != std::string_view::npos) line = line.substr(0, sp);
+            return to_number(line);
+        }
+    }
+    return std::nullopt;
+}
+
+Status make_dir(const std::string& path) {
+    if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) {
+        struct stat st{};
+        // Ours (root's), not a directory someone else made for us to fill.
+        if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+            return fail(Exit::host, path + " is not a directory of root's");
+        return ok_status();
+    }
+    return fail(Exit::host, "cannot create " + path + ": " + errno_text(errno));
+}
+
+std::vector<pid_t> procs(const std::string& leaf) {
+    std::vector<pid_t> out;
+    const auto text = read_file(leaf + "/cgroup.procs");
+    if (!text) return out;
+    std::size_t pos = 0;
+    while (pos < text->size()) {
+        auto nl = text->find('\n', pos);
+        if (nl == std::string::npos) nl = text->size();
+        int pid = 0;
+        auto [ptr, ec] = std::from_chars(text->data() + pos, text->data() + nl, pid);
+        if (ec == std::errc{} && ptr == text->data() + nl && pid > 0) out.push_back(pid);
+        pos = nl + 1;
+    }
+    return out;
+}
+
+void sleep_ms(long ms) {
+    timespec ts{ms / 1000, (ms % 1000) * 1000000};
+    while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+}  // namespace
+
+CgroupHost detect_cgroups(const std::string& root, bool verify_fs) {
+    CgroupHost h;
+    if (exists(root + "/cgroup.controllers") && (!verify_fs || is_fs(root, kCgroup2Magic))) {
+        h.version = CgroupVersion::v2;
+        h.hierarchies.push_back({"", root});
+        return h;
+    }
+    for (const char* c : kV1Controllers) {
+        const std::string dir = root + "/" + c;
+        if (exists(dir + "/cgroup.procs") && (!verify_fs || is_fs(dir, kCgroupMagic))) h.hierarchies.push_back({c, dir});
+    }
+    if (h.hierarchies.empty()) h.why_not = "no cgroup file system at " + root;
+    return h;
+}
+
+std::uint64_t available_memory(const CgroupHost& host, const std::string& parent, const std::string& meminfo) {
+    std::uint64_t avail = keyed(meminfo, "MemTotal").value_or(0) * 1024;
+    const CgroupHierarchy* mem = nullptr;
+    for (const auto& h : host.hierarchies)
+        if (h.controller == (host.version == CgroupVersion::v2 ? "" : "memory")) mem = &h;
+    if (mem == nullptr) return avail;
+    const char* file = host.version == CgroupVersion::v2 ? "memory.max" : "memory.limit_in_bytes";
+    std::string dir = mem->mount;
+    std::size_t pos = 0;
+    while (true) {
+        if (auto n = read_number(dir + "/" + file); n && *n < avail) avail = *n;
+        if (pos > parent.size()) break;
+        auto slash = parent.find('/', pos);
+        if (slash == std::string::npos) slash = parent.size();
+        dir += "/" + parent.substr(pos, slash - pos);
+        pos = slash + 1;
+        if (!exists(dir)) break;
+    }
+    return avail;
+}
+
+Result<TenantCgroup> TenantCgroup::setup(const CgroupHost& host, const Limits& limits, uid_t uid,
+                                         const std::string& meminfo) {
+    TenantCgroup cg;
+    cg.version_ = host.version;
+    cg.rel_ = limits.cgroup_parent + "/" + std::to_string(uid);
+    cg.resolved_ = resolve_limits(limits, available_memory(host, limits.cgroup_parent, meminfo));
+    std::string why = host.why_not;
+    for (const auto& h : host.hierarchies) {
+        // PARENT's components, then UID and its two leaves.
+        std::string dir = h.mount;
+        Status made = ok_status();
+        std::size_t pos = 0;
+        const std::string& rel = cg.rel_;
+        while (made && pos <= rel.size()) {
+            auto slash = rel.find('/', pos);
+            if (slash == std::string::npos) slash = rel.size();
+            // v2: each level hands the controllers down to the next
+            // (subtree_control), or the leaves have no limit files.
+            if (host.version == CgroupVersion::v2) {
+                const auto have = read_file(dir + "/cgroup.controllers").value_or("");
+                for (const char* c : {"memory", "pids", "cpu"})
+                    if (have.find(c) != std::string::npos) (void)write_file(dir + "/cgroup.subtree_control", std::string("+") + c);
+            }
+            dir += "/" + rel.substr(pos, slash - pos);
+            made = make_dir(dir);
+            pos = slash + 1;
+        }
+        if (made && host.version == CgroupVersion::v2) {
+            const auto have = read_file(dir + "/cgroup.controllers").value_or("");
+            for (const char* c : {"memory", "pids", "cpu"})
+                if (have.find(c) != std::string::npos) (void)write_file(dir + "/cgroup.subtree_control", std::string("+") + c);
+        }
+        if (made) made = make_dir(dir + "/supervisor");
+        if (made) made = make_dir(dir + "/jails");
+        if (!made) {
+            if (why.empty()) why = made.error().message;
+            continue;
+        }
+        cg.nodes_.push_back({h.controller, dir});
+    }
+    // What the leaves can carry: their limit files are there.
+    auto has = [&](const char* controller, const std::string& leaf_file) {
+        const Node* n = cg.node_of(controller);
+        return n != nullptr && exists(n->dir + "/" + leaf_file);
+    };
+    if (host.version == CgroupVersion::v2) {
+        cg.cap_ = {has("", "jails/memory.max"), has("", "jails/memory.swap.max"), has("", "jails/pids.max"),
+                   has("", "cpu.weight"), why};
+    } else {
+        cg.cap_ = {has("memory", "jails/memory.limit_in_bytes"), has("memory", "jails/memory.memsw.limit_in_bytes"),
+                   has("pids", "jails/pids.max"), has("cpu", "cpu.shares"), why};
+    }
+    if (cg.cap_.why_not.empty() && !(cg.cap_.memory && cg.cap_.pids && cg.cap_.cpu))
+        cg.cap_.why_not = "the controller is not available under " + limits.cgroup_parent;
+    auto decided = decide_enforcement(limits, cg.resolved_, host.version, cg.cap_);
+    if (!decided) return decided.error();
+    cg.warnings_ = decided.value().warnings;
+    for (const auto& w : limit_writes(cg.resolved_, host.version, cg.cap_)) {
+        const Node* n = cg.node_of(w.controller);
+        if (n == nullptr) return fail(Exit::internal, "no cgroup for " + w.file);
+        const std::string dir = w.node.empty() ? n->dir : n->dir + "/" + w.node;
+        if (auto st = write_file(dir + "/" + w.file, w.value); !st) return st.error();
+    }
+    return cg;
+}
+
+TenantCgroup TenantCgroup::open(const CgroupHost& host, const std::string& parent, uid_t uid) {
+    TenantCgroup cg;
+    cg.version_ = host.version;
+    cg.rel_ = parent + "/" + std::to_string(uid);
+    for (const auto& h : host.hierarchies) {
+        const std::string dir = h.mount + "/" + cg.rel_;
+        if (exists(dir + "/jails") && exists(dir + "/supervisor")) cg.nodes_.push_back({h.controller, dir});
+    }
+    return cg;
+}
+
+const TenantCgroup::Node* TenantCgroup::node_of(const std::string& controller) const {
+    for (const auto& n : nodes_)
+        if (n.controller == controller) return &n;
+    return nullptr;
+}
+
+std::string TenantCgroup::path() const { return placed() ? "/" + rel_ : ""; }
+
+Status TenantCgroup::enter(const char* leaf, pid_t pid) const {
+    for (const auto& n : nodes_)
+        if (auto st = write_file(n.dir + "/" + leaf + "/cgroup.procs", std::to_string(pid)); !st) return st.error();
+    return ok_status();
+}
+
+Status TenantCgroup::enter_supervisor(pid_t pid) const { return enter("supervisor", pid); }
+Status TenantCgroup::enter_jails(pid_t pid) const { return enter("jails", pid); }
+
+CgroupUsage TenantCgroup::usage() const {
+    CgroupUsage u;
+    const bool v2 = version_ == CgroupVersion::v2;
+    if (const Node* m = node_of(v2 ? "" : "memory")) {
+        u.memory = read_number(m->dir + (v2 ? "/jails/memory.current" : "/jails/memory.usage_in_bytes"));
+        if (auto t = read_file(m->dir + (v2 ? "/jails/memory.events" : "/jails/memory.oom_control")))
+            u.oom_kills = keyed(*t, "oom_kill");
+    }
+    if (const Node* p = node_of(v2 ? "" : "pids")) u.tasks = read_number(p->dir + "/jails/pids.current");
+    return u;
+}
+
+std::vector<std::pair<std::string, std::string>> TenantCgroup::applied() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    auto add = [&](const char* controller, const std::string& file) {
+        const Node* n = node_of(controller);
+        if (n == nullptr) return;
+        auto v = read_file(n->dir + "/" + file);
+        if (!v) return;
+        while (!v->empty() && v->back() == '\n') v->pop_back();
+        out.emplace_back(file, *v);
+    };
+    if (version_ == CgroupVersion::v2) {
+        for (const char* f : {"jails/memory.max", "jails/memory.high", "jails/memory.swap.max", "jails/pids.max"})
+            add("", f);
+        add("", "cpu.weight");
+    } else {
+        for (const char* f : {"jails/memory.limit_in_bytes", "jails/memory.soft_limit_in_bytes",
+                              "jails/memory.memsw.limit_in_bytes", "jails/memory.swappiness"})
+            add("memory", f);
+        add("pids", "jails/pids.max");
+        add("cpu", "cpu.shares");
+    }
+    return out;
+}
+
+Status TenantCgroup::kill_jails() const {
+    if (!placed()) return ok_status();
+    const bool v2 = version_ == CgroupVersion::v2;
+    auto all_empty = [&] {
+        for (const auto& n : nodes_)
+            if (!procs(n.dir + "/jails").empty()) return false;
+        return true;
+    };
+    auto kill_listed = [&] {
+        for (const auto& n : nodes_)
+            for (pid_t pid : procs(n.dir + "/jails")) ::kill(pid, SIGKILL);
+    };
+    const Node* freezer = node_of("freezer");
+    if (v2) {
+        // cgroup.kill (Linux 5.14): every process, in one step, forks included.
+        if (!exists(nodes_.front().dir + "/jails/cgroup.kill") ||
+            !write_file(nodes_.front().dir + "/jails/cgroup.kill", "1"))
+            (void)write_file(nodes_.front().dir + "/jails/pids.max", "0");
+    } else if (freezer != nullptr) {
+        // Frozen, nothing forks or exits while its pids are read and killed.
+        const std::string state = freezer->dir + "/jails/freezer.state";
+        if (auto st = write_file(state, "FROZEN"); !st) return st.error();
+        for (int i = 0; i < 200 && read_file(state).value_or("").rfind("FROZEN", 0) != 0; ++i) sleep_ms(10);
+        kill_listed();
+        if (auto st = write_file(state, "THAWED"); !st) return st.error();
+    } else if (const Node* pids = node_of("pids")) {
+        // No new process can appear: each round kills all there are.
+        if (auto st = write_file(pids->dir + "/jails/pids.max", "0"); !st) return st.error();
+    }
+    for (int i = 0; i < 500; ++i) {
+        if (all_empty()) return ok_status();
+        kill_listed();
+        sleep_ms(10);
+    }
+    return fail(Exit::internal, "the tenant's jails cgroup did not become empty");
+}
+
+Status TenantCgroup::remove() const {
+    for (const auto& n : nodes_)
+        for (const std::string& d : {n.dir + "/jails", n.dir + "/supervisor", n.dir})
+            if (::rmdir(d.c_str()) != 0 && errno != ENOENT)
+                return fail(Exit::internal, "cannot remove " + d + ": " + errno_text(errno));
+    return ok_status();
+}
+
+Status JailPlacement::apply() const {
+    if (cgroup != nullptr)
+        if (auto st = cgroup->enter_jails(0); !st) return fail(Exit::host, "cannot enter the tenant's cgroup: " + st.error().message);
+    if (nproc != 0) {
+        rlimit rl{};
+        if (::getrlimit(RLIMIT_NPROC, &rl) != 0) return fail(Exit::internal, "getrlimit failed");
+        rl.rlim_cur = std::min<rlim_t>(rl.rlim_cur, nproc);
+        rl.rlim_max = std::min<rlim_t>(rl.rlim_max, nproc);
+        if (::setrlimit(RLIMIT_NPROC, &rl) != 0) return fail(Exit::internal, "cannot set RLIMIT_NPROC");
+    }
+    return ok_status();
+}
+
+Result<TenantCgroup> setup_tenant_cgroup(const Limits& limits, uid_t uid) {
+    const auto meminfo = read_bounded("/proc/meminfo", kMaxCgroupFile);
+    if (!meminfo) return meminfo.error();
+    return TenantCgroup::setup(detect_cgroups("/sys/fs/cgroup", true), limits, uid, meminfo.value());
+}
+
+TenantCgroup open_tenant_cgroup(const Limits& limits, uid_t uid) {
+    return TenantCgroup::open(detect_cgroups("/sys/fs/cgroup", true), limits.cgroup_parent, uid);
+}
+
+}  // namespace clihost

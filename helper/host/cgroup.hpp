@@ -1,0 +1,114 @@
+// cgroup.hpp: the tenant's cgroup on the cgroup file system (v2, or the v1
+// hierarchies of memory, pids, cpu and freezer where a host has those):
+// PARENT/UID with a leaf for the supervisor (never limited, never killed)
+// and a leaf for the jails (the limits of limits.hpp, `stop`'s kill).
+// Limits are written before any process enters. Root only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "decide/limits.hpp"
+
+namespace clihost {
+
+struct CgroupHierarchy {
+    std::string controller;  // v1: memory, pids, cpu, freezer; v2: ""
+    std::string mount;       // its directory, e.g. /sys/fs/cgroup/memory
+};
+
+struct CgroupHost {
+    CgroupVersion version{CgroupVersion::v1};
+    std::vector<CgroupHierarchy> hierarchies;  // empty: no cgroup file system to use
+    std::string why_not;                       // why it is empty
+};
+
+// The cgroup file systems under `root` (/sys/fs/cgroup): v2 if it is a
+// cgroup2 mount with cgroup.controllers, else each v1 controller's
+// hierarchy. `verify_fs` checks the file system type (statfs); only the
+// unit tests, on a directory tree of the kernel's layout, pass false.
+CgroupHost detect_cgroups(const std::string& root, bool verify_fs);
+
+// The memory available to cgroups under PARENT: MemTotal (`meminfo`, the
+// text of /proc/meminfo), lowered by any limit on the way from the root
+// of the memory hierarchy to PARENT (a container's).
+std::uint64_t available_memory(const CgroupHost& host, const std::string& parent, const std::string& meminfo);
+
+struct CgroupUsage {
+    std::optional<std::uint64_t> memory;    // bytes charged to the jails
+    std::optional<std::uint64_t> tasks;     // processes and threads of the jails
+    std::optional<std::uint64_t> oom_kills; // processes the jails' memory limit killed
+};
+
+class TenantCgroup {
+public:
+    TenantCgroup() = default;
+
+    // Creates (or takes over) PARENT/UID/{supervisor,jails} in every
+    // hierarchy it can, decides (decide_enforcement: an explicit limit that
+    // cannot be enforced fails, exit 3) and writes the limits. Nothing has
+    // entered it yet. `warnings`: the default limits not enforced here.
+    static Result<TenantCgroup> setup(const CgroupHost& host, const Limits& limits, uid_t uid,
+                                      const std::string& meminfo);
+    // The tenant's existing cgroup (empty if there is none).
+    static TenantCgroup open(const CgroupHost& host, const std::string& parent, uid_t uid);
+
+    bool placed() const { return !nodes_.empty(); }
+    const ResolvedLimits& resolved() const { return resolved_; }
+    const CgroupCapability& capability() const { return cap_; }
+    const std::vector<std::string>& warnings() const { return warnings_; }
+    // "/PARENT/UID" as /proc/PID/cgroup shows it, "" if not placed.
+    std::string path() const;
+
+    // Moves `pid` (0: the calling process) into the supervisor's or the
+    // jails' leaf of every hierarchy.
+    Status enter_supervisor(pid_t pid = 0) const;
+    Status enter_jails(pid_t pid = 0) const;
+
+    CgroupUsage usage() const;
+    // The limits as the kernel reads them back (for `check`).
+    std::vector<std::pair<std::string, std::string>> applied() const;
+
+    // Ends every process in the jails leaf and waits until it is empty:
+    // v2 cgroup.kill; v1 the freezer where there is one (frozen, SIGKILLed,
+    // thawed), else pids.max 0 and SIGKILL over cgroup.procs until empty.
+    Status kill_jails() const;
+    // Removes the leaves and PARENT/UID (none may hold a process).
+    Status remove() const;
+
+private:
+    struct Node {
+        std::string controller;
+        std::string dir;  // MOUNT/PARENT/UID
+    };
+    std::vector<Node> nodes_;
+    std::string rel_;  // PARENT/UID
+    CgroupVersion version_{CgroupVersion::v1};
+    ResolvedLimits resolved_{};
+    CgroupCapability cap_{};
+    std::vector<std::string> warnings_;
+
+    const Node* node_of(const std::string& controller) const;
+    Status enter(const char* leaf, pid_t pid) const;
+};
+
+// What a jail's watcher does as root before it becomes the tenant: enter
+// the tenant's jails leaf (if it has a cgroup), and RLIMIT_NPROC lowered to
+// tasks_max (a per-uid count, which works where no cgroup does).
+struct JailPlacement {
+    const TenantCgroup* cgroup{nullptr};
+    std::uint64_t nproc{0};  // 0: unchanged
+    Status apply() const;
+};
+
+// The tenant's cgroup on this host (/sys/fs/cgroup, /proc/meminfo): set
+// up for a start, or the existing one.
+Result<TenantCgroup> setup_tenant_cgroup(const Limits& limits, uid_t uid);
+TenantCgroup open_tenant_cgroup(const Limits& limits, uid_t uid);
+
+}  // namespace clihost

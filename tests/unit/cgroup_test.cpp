@@ -1,0 +1,198 @@
+// The cgroup code against directory trees of the kernel's layout: v2
+// (which this project's CI machines cannot mount with controllers) and v1.
+// The real hierarchies are exercised by tests/integration/test_limits.py.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "host/cgroup.hpp"
+#include "decide/config.hpp"
+
+using namespace clihost;
+
+namespace {
+
+class Tree {
+public:
+    Tree() {
+        char tmpl[] = "/tmp/clihost-cgroup-test.XXXXXX";
+        root_ = ::mkdtemp(tmpl);
+    }
+    ~Tree() {
+        std::error_code ec;
+        std::filesystem::remove_all(root_, ec);
+    }
+    const std::string& root() const { return root_; }
+    void dir(const std::string& rel) const { ::mkdir((root_ + "/" + rel).c_str(), 0755); }
+    void file(const std::string& rel, const std::string& text = "") const { std::ofstream(root_ + "/" + rel) << text; }
+    std::string read(const std::string& rel) const {
+        std::ifstream in(root_ + "/" + rel);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+    }
+
+private:
+    std::string root_;
+};
+
+// A v2 cgroup as the kernel makes it: the interface files a cgroup with
+// memory, pids and cpu enabled by its parent has.
+void v2_cgroup(const Tree& t, const std::string& rel, bool with_pids = true) {
+    t.dir(rel);
+    for (const char* f : {"cgroup.procs", "cgroup.subtree_control", "cgroup.kill", "cpu.weight", "memory.max",
+                          "memory.high", "memory.swap.max", "memory.current", "memory.events"})
+        t.file(rel + "/" + f);
+    t.file(rel + "/cgroup.controllers", with_pids ? "cpu memory pids\n" : "cpu memory\n");
+    if (with_pids) {
+        t.file(rel + "/pids.max");
+        t.file(rel + "/pids.current");
+    }
+}
+
+const std::string kMeminfo = "MemTotal:        8388608 kB\nMemFree:         1 kB\n";
+
+}  // namespace
+
+TEST(Cgroup, V2IsFoundByItsControllersFile) {
+    Tree t;
+    t.file("cgroup.controllers", "cpu memory pids\n");
+    const auto host = detect_cgroups(t.root(), false);
+    EXPECT_EQ(host.version, CgroupVersion::v2);
+    ASSERT_EQ(host.hierarchies.size(), 1u);
+    EXPECT_EQ(host.hierarchies[0].mount, t.root());
+    Tree empty;
+    EXPECT_TRUE(detect_cgroups(empty.root(), false).hierarchies.empty());
+    EXPECT_EQ(detect_cgroups(empty.root(), false).why_not, "no cgroup file system at " + empty.root());
+}
+
+TEST(Cgroup, V2WritesLimitsOnTheJailsLeafBeforeAnyProcessEnters) {
+    Tree t;
+    t.file("cgroup.controllers", "cpu memory pids\n");
+    t.file("cgroup.subtree_control");
+    v2_cgroup(t, "clihost-jail");
+    v2_cgroup(t, "clihost-jail/1234");
+    v2_cgroup(t, "clihost-jail/1234/supervisor");
+    v2_cgroup(t, "clihost-jail/1234/jails");
+    const Limits l = parse_config("[limits]\nmemory_max = 1G\ntasks_max = 100\ncpu_weight = 50\n").value().limits;
+    auto cg = TenantCgroup::setup(detect_cgroups(t.root(), false), l, 1234, kMeminfo);
+    ASSERT_TRUE(cg.ok()) << cg.error().message;
+    EXPECT_TRUE(cg.value().placed());
+    EXPECT_EQ(cg.value().path(), "/clihost-jail/1234");
+    EXPECT_EQ(t.read("clihost-jail/1234/jails/memory.max"), "1073741824");
+    EXPECT_EQ(t.read("clihost-jail/1234/jails/memory.high"), "max");
+    EXPECT_EQ(t.read("clihost-jail/1234/jails/memory.swap.max"), "0");
+    EXPECT_EQ(t.read("clihost-jail/1234/jails/pids.max"), "100");
+    EXPECT_EQ(t.read("clihost-jail/1234/cpu.weight"), "50");
+    // The supervisor's leaf gets no limit, and nothing entered either leaf.
+    EXPECT_EQ(t.read("clihost-jail/1234/supervisor/memory.max"), "");
+    EXPECT_EQ(t.read("clihost-jail/1234/jails/cgroup.procs"), "");
+    // Each level hands the controllers down (the last one written here).
+    EXPECT_EQ(t.read("clihost-jail/1234/cgroup.subtree_control").rfind("+cpu", 0), 0u);
+    ASSERT_TRUE(cg.value().enter_jails(4242).ok());
+    EXPECT_EQ(t.read("clihost-jail/1234/jails/cgroup.procs"), "4242");
+    ASSERT_TRUE(cg.value().enter_supervisor(4343).ok());
+    EXPECT_EQ(t.read("clihost-jail/1234/supervisor/cgroup.procs"), "4343");
+}
+
+TEST(Cgroup, V2UsageKillAndOpen) {
+    Tree t;
+    t.file("cgroup.controllers", "cpu memory pids\n");
+    v2_cgroup(t, "p");
+    v2_cgroup(t, "p/7");
+    v2_cgroup(t, "p/7/supervisor");
+    v2_cgroup(t, "p/7/jails");
+    t.file("p/7/jails/memory.current", "1048576\n");
+    t.file("p/7/jails/pids.current", "12\n");
+    t.file("p/7/jails/memory.events", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
+    const auto host = detect_cgroups(t.root(), false);
+    const TenantCgroup cg = TenantCgroup::open(host, "p", 7);
+    ASSERT_TRUE(cg.placed());
+    const auto u = cg.usage();
+    EXPECT_EQ(u.memory, 1048576u);
+    EXPECT_EQ(u.tasks, 12u);
+    EXPECT_EQ(u.oom_kills, 1u);
+    // stop's kill is cgroup.kill, one write; the leaf is then empty.
+    ASSERT_TRUE(cg.kill_jails().ok());
+    EXPECT_EQ(t.read("p/7/jails/cgroup.kill"), "1");
+    EXPECT_FALSE(TenantCgroup::open(host, "p", 8).placed());
+}
+
+TEST(Cgroup, V2WithoutThePidsControllerRefusesAnExplicitTasksMax) {
+    Tree t;
+    t.file("cgroup.controllers", "cpu memory\n");
+    v2_cgroup(t, "p", false);
+    v2_cgroup(t, "p/7", false);
+    v2_cgroup(t, "p/7/supervisor", false);
+    v2_cgroup(t, "p/7/jails", false);
+    const auto host = detect_cgroups(t.root(), false);
+    const Limits explicit_tasks = parse_config("[limits]\ncgroup_parent = p\ntasks_max = 100\n").value().limits;
+    auto refused = TenantCgroup::setup(host, explicit_tasks, 7, kMeminfo);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, Exit::host);
+    EXPECT_EQ(refused.error().message,
+              "tasks_max (in the cgroup; RLIMIT_NPROC still applies) is set in [limits] but cannot be enforced here "
+              "(the controller is not available under p)");
+    // The default is a warning, and the other limits are written.
+    const Limits defaults = parse_config("[limits]\ncgroup_parent = p\n").value().limits;
+    auto warned = TenantCgroup::setup(host, defaults, 7, kMeminfo);
+    ASSERT_TRUE(warned.ok()) << warned.error().message;
+    EXPECT_EQ(warned.value().warnings(),
+              std::vector<std::string>{"tasks_max (in the cgroup; RLIMIT_NPROC still applies) not enforced (the "
+                                       "controller is not available under p)"});
+    EXPECT_NE(t.read("p/7/jails/memory.max"), "");
+}
+
+TEST(Cgroup, APercentageIsOfTheLowerOfTheHostsAndTheContainersMemory) {
+    Tree t;
+    t.file("cgroup.controllers", "cpu memory pids\n");
+    v2_cgroup(t, "ct");
+    t.file("ct/memory.max", "2147483648\n");
+    const auto host = detect_cgroups(t.root(), false);
+    EXPECT_EQ(available_memory(host, "ct/clihost-jail", kMeminfo), std::uint64_t{2} << 30);
+    EXPECT_EQ(available_memory(host, "other", kMeminfo), std::uint64_t{8} << 30);
+}
+
+TEST(Cgroup, V1UsesEachControllersHierarchyAndTheFreezerToKill) {
+    Tree t;
+    for (const char* c : {"memory", "pids", "cpu", "freezer"}) {
+        t.dir(c);
+        t.file(std::string(c) + "/cgroup.procs");
+        for (const char* d : {"/p", "/p/9", "/p/9/supervisor", "/p/9/jails"}) {
+            t.dir(std::string(c) + d);
+            t.file(std::string(c) + d + "/cgroup.procs");
+        }
+    }
+    for (const char* f : {"memory.limit_in_bytes", "memory.soft_limit_in_bytes", "memory.memsw.limit_in_bytes",
+                          "memory.swappiness"})
+        t.file(std::string("memory/p/9/jails/") + f);
+    t.file("memory/p/9/jails/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+    t.file("pids/p/9/jails/pids.max");
+    t.file("cpu/p/9/cpu.shares");
+    t.file("freezer/p/9/jails/freezer.state", "THAWED\n");
+    const auto host = detect_cgroups(t.root(), false);
+    EXPECT_EQ(host.version, CgroupVersion::v1);
+    ASSERT_EQ(host.hierarchies.size(), 4u);
+    const Limits l = parse_config("[limits]\ncgroup_parent = p\nmemory_max = 1G\ntasks_max = 100\n").value().limits;
+    auto cg = TenantCgroup::setup(host, l, 9, kMeminfo);
+    ASSERT_TRUE(cg.ok()) << cg.error().message;
+    EXPECT_EQ(t.read("memory/p/9/jails/memory.limit_in_bytes"), "1073741824");
+    EXPECT_EQ(t.read("memory/p/9/jails/memory.memsw.limit_in_bytes"), "1073741824");
+    EXPECT_EQ(t.read("pids/p/9/jails/pids.max"), "100");
+    EXPECT_EQ(t.read("cpu/p/9/cpu.shares"), "1024");
+    EXPECT_EQ(cg.value().usage().oom_kills, 2u);
+    ASSERT_TRUE(cg.value().enter_jails(0).ok());
+    for (const char* c : {"memory", "pids", "cpu", "freezer"})
+        EXPECT_EQ(t.read(std::string(c) + "/p/9/jails/cgroup.procs"), "0") << c;
+    t.file("freezer/p/9/jails/cgroup.procs");
+    for (const char* c : {"memory", "pids", "cpu"}) t.file(std::string(c) + "/p/9/jails/cgroup.procs");
+    ASSERT_TRUE(cg.value().kill_jails().ok());
+    // Frozen, killed, thawed: the last state written is THAWED.
+    EXPECT_EQ(t.read("freezer/p/9/jails/freezer.state").rfind("THAWED", 0), 0u);
+}
