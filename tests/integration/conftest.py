@@ -529,6 +529,36 @@ class Host:
                 continue
         return out
 
+    def supervisors(self):
+        """The tenants' supervisors (root, the pid of each live record in
+        the runtime directory)."""
+        out = []
+        for path in glob.glob(os.path.join(RUNTIME_DIR, "*.state")):
+            try:
+                pid = int(open(path).read().split()[3])
+            except (OSError, ValueError, IndexError):
+                continue
+            if pid in self.waiting_parents():
+                out.append(pid)
+        return out
+
+    def fronts(self):
+        """The fronts (`run` as ttyd or a caller runs it): root helper
+        processes that are no supervisor, nor a supervisor's child on its
+        way to becoming one (the double fork, or a jail child before its
+        drop): their parent is no helper process."""
+        helpers = set(self.helper_pids())
+        sups = set(self.supervisors())
+        out = []
+        for pid in self.waiting_parents():
+            try:
+                ppid = int(proc_status(pid, "PPid")[0])
+            except OSError:
+                continue
+            if pid not in sups and ppid not in helpers and ppid not in sups:
+                out.append(pid)
+        return out
+
     def wait_gone(self, user, timeout=5.0):
         """Every process of user has ended: none runs, and none is a zombie
         that a live process of ours (the helper, bwrap) failed to reap; an
