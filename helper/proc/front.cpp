@@ -112,10 +112,10 @@ Result<Handover> hand_over(const SupervisorRecord& rec, const HandoverRequest& r
     if (!sigfd.valid()) return fail(Exit::internal, "signalfd failed");
     bool ending = false;
     auto sock = connect_endpoint(rec, ending);
-    // A live record whose endpoint is gone or refuses: that supervisor is
-    // ending (it closes its endpoint first). The caller waits for its end
+    // A record whose endpoint is gone or refuses: that supervisor is ending
+    // or has ended (it closes its endpoint first). The caller waits for its end
     // and starts a new one (a typed outcome, as for a "retry" reply).
-    if (!sock && ending && record_is_live(rec)) return Handover{Handover::Kind::retry, 0};
+    if (!sock && ending) return Handover{Handover::Kind::retry, 0};
     if (!sock) return sock.error();
     HandoverRequest sent = req;
     // The fault-injection build stands in for a front of another protocol.
