@@ -59,9 +59,12 @@ void end_user_net(UserNet& net) {
 bool send_reply(int sock, const Reply& r) {
     const std::string msg = format_reply(r);
     const bool sent = ::send(sock, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(msg.size());
-    // What the front sent and we did not read (a relayed signal, a second
-    // hang-up) is drained: a socket closed with unread data resets its
-    // peer, which then never reads this reply.
+    // "ok": the connection goes on, and what the front sent meanwhile (a
+    // signal held from before the jail's start) is still to be read.
+    if (r.kind == ReplyKind::ok) return sent;
+    // A last reply: what the front sent and we did not read (a relayed
+    // signal, a second hang-up) is drained: a socket closed with unread
+    // data resets its peer, which then never reads this reply.
     char buf[256];
     for (int i = 0; i < 64 && ::recv(sock, buf, sizeof buf, MSG_DONTWAIT) > 0; ++i) {}
     return sent;

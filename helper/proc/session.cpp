@@ -104,6 +104,9 @@ Rlimits baseline_rlimits() {
 Status clean_state(int keep_fd) {
     if (::setresgid(0, 0, 0) != 0 || ::setgroups(0, nullptr) != 0 || ::setresuid(0, 0, 0) != 0)
         return fail(Exit::internal, "cannot become root through and through");
+    // A change of ids resets the dumpable flag to fs.suid_dumpable (2 dumps
+    // root's memory, PAM's data with it, through a core pipe): off again.
+    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return fail(Exit::internal, "cannot make the supervisor undumpable");
     if (::chdir("/") != 0) return fail(Exit::internal, "cannot change directory to /");
     ::umask(022);
     if (!detach_stdio() || ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) != 0)
@@ -124,6 +127,10 @@ Status clean_state(int keep_fd) {
     struct sigaction ign {};
     ign.sa_handler = SIG_IGN;
     if (::sigaction(SIGPIPE, &ign, nullptr) != 0) return fail(Exit::internal, "cannot ignore SIGPIPE");
+    // A caller's RLIMIT_FSIZE that this host lets nobody raise (no
+    // CAP_SYS_RESOURCE): a write fails with EFBIG (and the start fails
+    // closed, with its report) instead of killing the supervisor unheard.
+    if (::sigaction(SIGXFSZ, &ign, nullptr) != 0) return fail(Exit::internal, "cannot ignore SIGXFSZ");
     sigset_t none;
     sigemptyset(&none);
     if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
