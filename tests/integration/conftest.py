@@ -25,6 +25,7 @@ import glob
 import grp
 import os
 import pwd
+import re
 import resource
 import shutil
 import signal
@@ -254,6 +255,20 @@ def pid_lines(host, pid, since, want=1, timeout=5.0):
     written since `since` (pids are reused; the log is not)."""
     tag = f"clihost-jail[{pid}]:"
     return log_lines(lambda l: tag in l and logged_at(l) >= since - 1.0, want, timeout, tail_bytes=8 << 20)
+
+
+def front_and_supervisor_lines(host, r, want=1, timeout=5.0):
+    """The syslog lines of a front (a Ran or Popen with .pid, .started) and
+    of the supervisor it handed over to (named in its "handing over to the
+    supervisor N" line): a one-off's allow line, its plan's warnings and PAM
+    are the supervisor's."""
+    lines = pid_lines(host, r.pid, r.started, want, timeout)
+    for l in lines:
+        m = re.search(r"handing over to the supervisor (\d+)", l)
+        if m:
+            lines += pid_lines(host, int(m.group(1)), r.started, want, timeout)
+            break
+    return lines
 
 
 # --- processes ----------------------------------------------------------------------
