@@ -650,7 +650,8 @@ def test_the_tenant_killing_the_watcher_ends_the_jail_and_pam(host, alice, guard
     p.wait(timeout=10)
     assert p.returncode == 128 + signal.SIGKILL, p.returncode
     assert_nothing_left(host, alice)
-    assert pam_lines(host, p) == (1, 1)
+    opened, closed = pam_lines(host, p)
+    assert opened >= 1 and closed == opened, (opened, closed)
     guard.check()
 
 

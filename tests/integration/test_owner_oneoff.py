@@ -43,7 +43,12 @@ def cmdline(pid):
 
 
 def sleepers(tenant, arg):
-    return [p for p in pids(uid=pwd.getpwnam(tenant).pw_uid, live=True) if cmdline(p)[:2] == [b"sleep", arg.encode()]]
+    out = []
+    for p in pids(uid=pwd.getpwnam(tenant).pw_uid, live=True):
+        argv = cmdline(p)
+        if len(argv) >= 2 and os.path.basename(argv[0]) == b"sleep" and argv[1] == arg.encode():
+            out.append(p)
+    return out
 
 
 def test_a_one_off_jail_is_the_supervisors_with_the_tenants_context(host, alice, terms):
