@@ -149,6 +149,11 @@ def classify(host, tenant, pid, sup):
                 return "session watcher" if b" -D" in a and b"new-session -A" not in a else "connection watcher"
         return "watcher?"
     if exe.endswith("bwrap"):
+        try:
+            if os.readlink(f"/proc/{ppid(pid)}/exe").endswith("bwrap"):
+                return None  # the sandbox's own pid 1: part of the jail its parent is
+        except OSError:
+            pass
         a = b" ".join(argv)
         if b"new-session -A" in a:
             return "attach jail"
