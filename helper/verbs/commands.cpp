@@ -267,8 +267,8 @@ int hand_to_supervisor(const Prepared& p, const StartState& start, const Account
         // jails keep it, its session jail has ended and the next handover
         // starts a new one there.
         const bool ended = session_jail_ended(jail.value(), 5000);
-        log::audit("warn", std::string("the session jail ended as this connection arrived; handing over to ") +
-                               (ended ? "a new supervisor" : "the same supervisor again"));
+        log::audit("warn", std::string("the session jail ended as this connection arrived; attaching to a new one") +
+                               (ended ? "" : " (its supervisor runs on: one-off jails keep it)"));
         if (auto st = attach_allowed(p, &db); !st) return refuse(st.error());
     }
 }
