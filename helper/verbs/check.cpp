@@ -3,7 +3,7 @@
 
 #include <sys/statvfs.h>
 
-#include "host/cgroup.hpp"
+#include "host/placement.hpp"
 
 #include <cstdio>
 
