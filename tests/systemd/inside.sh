@@ -68,6 +68,12 @@ check "systemctl show MemoryMax (memory_max 96M + supervisor's 64M)" "$(systemct
 check "jails leaf pids.max" "$(cat /sys/fs/cgroup/pids$CG/jails/pids.max)" 40
 check "jails leaf memory.limit_in_bytes" "$(cat /sys/fs/cgroup/memory$CG/jails/memory.limit_in_bytes)" $((96 << 20))
 
+out=$($HELPER check --user $T 2>&1)
+echo "$out" | grep -q "^cgroups: .*systemd: each tenant's supervisor in a transient scope" \
+  && echo "$out" | grep -q "^tenant cgroup: $CG: applied .*jails/pids.max 40" \
+  && pass "check names the scope and the applied limits" \
+  || fail "check names the scope and the applied limits" "$(echo "$out" | grep -E '^(cgroups|tenant cgroup):')"
+
 # 4. tasks_max enforced: a fork loop in a jail of the tenant stops at 40 tasks.
 runuser -u clihost -- $L/ptydrive $R/fork.log $R/none $HELPER run --user $T --session fl -- $L/forkloop 200 4 &
 wait_for 20 grep -qs 'forkloop: ' $R/fork.log
