@@ -109,6 +109,22 @@ alive "$SUP" && check "supervisor lives after the OOM kill" "$(supervisor)" "$SU
   || fail "supervisor lives after the OOM kill" "pid $SUP gone"
 has_session && pass "session jail still listed after the OOM kill" || fail "session jail after the OOM kill" "not listed"
 
+# 6. Fail closed: a scope systemd refuses (its name taken) refuses the start
+#    with one line, exit 3, and no session jail (control: the tenant above).
+systemd-run --scope --quiet --unit=clihost-jail-$(id -u ctj-sdu).scope sleep 600 &
+wait_for 5 systemctl is-active -q clihost-jail-$(id -u ctj-sdu).scope
+runuser -u clihost -- $L/ptydrive $R/taken.log $R/none $HELPER run --user ctj-sdu --session main
+rc=$?
+line=$(tr -d '\r' < $R/taken.log | grep '^clihost-jail: ')
+if [ $rc = 3 ] && [ "$(tr -d '\r' < $R/taken.log | grep -c .)" = 1 ] \
+   && echo "$line" | grep -q "systemd refused the tenant's scope clihost-jail-$(id -u ctj-sdu).scope: .*already"; then
+  pass "a scope systemd refuses fails the start closed (exit 3, one line)"
+else
+  fail "a scope systemd refuses fails the start closed" "exit $rc: $(tr -cd '[:print:]\n' < $R/taken.log)"
+fi
+$HELPER list 2>/dev/null | grep -q 'tenant=ctj-sdu' && fail "no session jail for the refused tenant" "listed"
+systemctl stop clihost-jail-$(id -u ctj-sdu).scope
+
 # 6. stop ends the tenant; systemd collects the scope.
 systemctl stop ctj-proxy.service
 $HELPER stop --user $T >/dev/null 2>&1 || fail "stop" "exit $?"

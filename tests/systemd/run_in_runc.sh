@@ -81,6 +81,7 @@ mount -t overlay overlay -o "lowerdir=$ROOTFS,upperdir=$W/upper,workdir=$W/work"
 in_root() { chroot "$M" "$@"; }
 in_root groupadd --system clihost && in_root useradd --system -g clihost -s /usr/sbin/nologin clihost \
   && in_root groupadd clihost-tenants && in_root useradd -m -u 1500 -G clihost-tenants -s /bin/bash ctj-sdt \
+  && in_root useradd -m -u 1501 -G clihost-tenants -s /bin/bash ctj-sdu \
   || { say "cannot create the test's users in the root file system"; exit 1; }
 gid=$(in_root getent group clihost | cut -d: -f3)
 L=$M/usr/local/lib/ctj-sd
