@@ -30,7 +30,6 @@ install -d -m 0755 -o clihost -g clihost $R
 
 # 1. A connection through the proxy starts the session jail; the supervisor
 #    is in the tenant's scope (systemd's hierarchy) and its own leaf.
-echo 'echo BEFORE_$((6*7))' > $R/type; printf '\r' >> $R/type; chown clihost $R/type
 systemctl start ctj-proxy.service
 if ! wait_for 20 has_session; then
   fail "session jail started through the proxy" "not listed within 20 s: $($HELPER list 2>&1)"
@@ -44,6 +43,9 @@ check "supervisor in the scope (name=systemd)" "$(cg_line "$SUP" name=systemd)" 
 check "supervisor in its own leaf (memory)" "$(cg_line "$SUP" memory)" "$CG/supervisor"
 check "scope is active, delegated, in clihost-jail.slice" \
   "$(for p in ActiveState Delegate Slice; do systemctl show -P $p $SCOPE; done | tr '\n' ' ')" "active yes clihost-jail.slice "
+# Typed once tmux has drawn (the stand-in types a second after the file appears).
+wait_for 10 grep -qa 'ctj-sdt@' $R/conn.log || fail "the connection shows the tenant's prompt" "$(tr -cd '[:print:]' < $R/conn.log | tail -c 200)"
+echo 'echo BEFORE_$((6*7))' > $R/type; printf '\r' >> $R/type
 wait_for 10 grep -q BEFORE_42 $R/conn.log && pass "typed into the session before the restart" \
   || fail "typed into the session before the restart" "no BEFORE_42 in the connection's output"
 FRONT=$(systemctl show -P MainPID ctj-proxy.service)
