@@ -32,7 +32,7 @@
 
 #include "base/fault.hpp"
 #include "proc/launch.hpp"
-#include "host/cgroup.hpp"
+#include "host/placement.hpp"
 #include "base/log.hpp"
 #include "proc/net.hpp"
 #include "priv/pam_session.hpp"
@@ -193,9 +193,9 @@ int serve_session(const SessionStart& s, int report_fd) {
     //    (an explicit limit this host cannot carry refuses, exit 3); this
     //    process in its leaf, out of the caller's cgroup (a restart of the
     //    proxy's service no longer reaches the session jail), before PAM.
-    auto cg = setup_tenant_cgroup(s.policy.limits, t.uid);
+    //    Where systemd is PID 1, systemd moves it into the tenant's scope first.
+    auto cg = place_supervisor(s.policy.limits, t.uid);
     if (!cg) return failed(cg.error());
-    if (auto st = cg.value().enter_supervisor(); !st) return failed(st.error());
     const JailPlacement place{&cg.value(), s.policy.limits.tasks_max};
     const auto oom_before = cg.value().usage().oom_kills.value_or(0);
     // 2. An isolated network's prerequisites, proven (exit 3 if missing):

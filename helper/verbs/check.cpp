@@ -3,7 +3,8 @@
 
 #include <sys/statvfs.h>
 
-#include "host/cgroup.hpp"
+#include "host/placement.hpp"
+#include "host/systemd_scope.hpp"
 
 #include <cstdio>
 
@@ -106,7 +107,12 @@ void limits_section(const Prepared& p, Line&& line, Problem&& problem) {
                                   "RLIMIT_NPROC)");
         return;
     }
-    line("cgroups", version + " (" + where + "), tenants' cgroups under " + l.cgroup_parent);
+    if (systemd_booted())
+        line("cgroups", version + " (" + where + "), systemd: each tenant's supervisor in a transient scope, " +
+                            slice_cgroup(kTenantSlice) + "/clihost-jail-UID.scope (Delegate=yes; cgroup_parent "
+                            "is for hosts without systemd)");
+    else
+        line("cgroups", version + " (" + where + "), tenants' cgroups under " + l.cgroup_parent);
     if (!p.tenant) return;
     const TenantCgroup cg = open_tenant_cgroup(l, p.tenant->account.uid);
     if (!cg.placed()) {

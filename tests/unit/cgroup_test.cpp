@@ -13,6 +13,7 @@
 
 #include "host/cgroup.hpp"
 #include "decide/config.hpp"
+#include "decide/systemd_scope.hpp"
 
 using namespace clihost;
 
@@ -99,6 +100,34 @@ TEST(Cgroup, V2WritesLimitsOnTheJailsLeafBeforeAnyProcessEnters) {
     EXPECT_EQ(t.read("clihost-jail/1234/jails/cgroup.procs"), "4242");
     ASSERT_TRUE(cg.value().enter_supervisor(4343).ok());
     EXPECT_EQ(t.read("clihost-jail/1234/supervisor/cgroup.procs"), "4343");
+}
+
+// Where systemd is PID 1 the tenant's node is its delegated transient scope
+// (host/placement.cpp): on v2 the supervisor enters its leaf first, then the
+// scope hands its controllers down and the jails' leaf gets the limits.
+TEST(Cgroup, V2LeavesInsideTheTenantsSystemdScope) {
+    Tree t;
+    t.file("cgroup.controllers", "cpu memory pids\n");
+    t.file("cgroup.subtree_control");
+    const std::string scope = tenant_scope_cgroup(1234);
+    v2_cgroup(t, "clihost.slice");
+    v2_cgroup(t, "clihost.slice/clihost-jail.slice");
+    v2_cgroup(t, scope);
+    v2_cgroup(t, scope + "/supervisor");
+    v2_cgroup(t, scope + "/jails");
+    ASSERT_TRUE(enter_new_leaf(t.root() + "/" + scope + "/supervisor").ok());
+    EXPECT_EQ(t.read(scope + "/supervisor/cgroup.procs"), std::to_string(::getpid()));
+    const Limits l = parse_config("[limits]\nmemory_max = 1G\ntasks_max = 100\n").value().limits;
+    const auto host = detect_cgroups(t.root(), false);
+    auto cg = TenantCgroup::setup_at(host, l, scope, kMeminfo);
+    ASSERT_TRUE(cg.ok()) << cg.error().message;
+    EXPECT_EQ(cg.value().path(), "/clihost.slice/clihost-jail.slice/clihost-jail-1234.scope");
+    EXPECT_EQ(t.read(scope + "/jails/memory.max"), "1073741824");
+    EXPECT_EQ(t.read(scope + "/jails/pids.max"), "100");
+    EXPECT_EQ(t.read(scope + "/supervisor/memory.max"), "");
+    EXPECT_EQ(t.read(scope + "/cgroup.subtree_control").rfind("+cpu", 0), 0u);
+    EXPECT_TRUE(TenantCgroup::open_at(host, scope).placed());
+    EXPECT_FALSE(TenantCgroup::open(host, "clihost-jail", 1234).placed());
 }
 
 TEST(Cgroup, V2UsageKillAndOpen) {
