@@ -336,8 +336,8 @@ Status JailPlacement::apply() const {
     if (nproc != 0) {
         rlimit rl{};
         if (::getrlimit(RLIMIT_NPROC, &rl) != 0) return fail(Exit::internal, "getrlimit failed");
-        rl.rlim_cur = std::min<rlim_t>(rl.rlim_cur, nproc);
-        rl.rlim_max = std::min<rlim_t>(rl.rlim_max, nproc);
+        rl.rlim_cur = static_cast<rlim_t>(nproc_limit(rl.rlim_cur, nproc));
+        rl.rlim_max = static_cast<rlim_t>(nproc_limit(rl.rlim_max, nproc));
         if (::setrlimit(RLIMIT_NPROC, &rl) != 0) return fail(Exit::internal, "cannot set RLIMIT_NPROC");
     }
     return ok_status();
