@@ -22,7 +22,9 @@ export CTJ_RACE_ROUNDS=4
 # One pytest run per suite, with fresh test users each, as ctest runs them.
 failed=()
 for suite in test_*.py; do
+  start=$SECONDS
   /usr/bin/python3 -m pytest -q -p no:cacheprovider "$suite" || failed+=("$suite")
+  echo "sanitize: $suite took $((SECONDS - start)) s"
 done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "sanitize: failed under ASan/UBSan: ${failed[*]}" >&2
