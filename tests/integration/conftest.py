@@ -77,6 +77,7 @@ CGROUP_PARENT = "/".join(p for p in (_own_cgroup(), "ctj-tenants") if p)
 
 # refusal_delay_max = 0: the refusal delay is off but where a test turns it
 # on (test_clihost_proxy.py); the suites make many refusals on purpose.
+# [jail] stays last: tests append [jail] keys to BASE_CONFIG.
 BASE_CONFIG = f"""[callers]
 users = {PROXY}
 groups =
@@ -85,11 +86,11 @@ group = {TENANT_GROUP}
 min_uid = 1000
 max_uid = 60000
 refusal_delay_max = 0
+[limits]
+cgroup_parent = {CGROUP_PARENT}
 [jail]
 allow_caller_command = true
 shell = /usr/bin/bash
-[limits]
-cgroup_parent = {CGROUP_PARENT}
 """
 
 

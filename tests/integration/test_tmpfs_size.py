@@ -87,7 +87,8 @@ def test_print_shows_the_size_before_each_tmpfs(host, alice):
     conf = host.config_variant({"jail": "tmpfs_size = 64K"})
     r = host.run_root([host.bin, "print", "--user", alice, "--session", new_session()], config=conf)
     assert r.returncode == 0, r
-    argv = shlex.split(r.stdout.splitlines()[-1])
+    # The session jail's bwrap argv: the first line that is not a comment.
+    argv = shlex.split(next(ln for ln in r.stdout.splitlines() if not ln.startswith("#")))
     tmpfs = [i for i, a in enumerate(argv) if a == "--tmpfs"]
     assert [argv[i + 1] for i in tmpfs] == SIZED[3:] + SIZED[:3], argv
     assert all(argv[i - 2:i] == ["--size", "65536"] for i in tmpfs), argv
@@ -104,7 +105,7 @@ def test_invalid_tmpfs_size_is_refused(host, alice, value):
     r = host.run_root(host.jail(alice, "echo RAN", session=s), config=conf)
     assert r.returncode == 3, r
     assert "RAN" not in r.stdout
-    assert re.fullmatch(r"clihost-jail: /etc/\S+\.conf: config line 10: tmpfs_size must be a byte count like 256M, 1G or 65536, "
+    assert re.fullmatch(r"clihost-jail: /etc/\S+\.conf: config line 12: tmpfs_size must be a byte count like 256M, 1G or 65536, "
                         r"between 64K and 1024G\n", r.stderr), r.stderr
     lines = host.audit_lines(f"session={s}")
     assert len(lines) == 1 and "decision=fail" in lines[0] and "tmpfs_size must be a byte count" in lines[0], lines
