@@ -98,13 +98,17 @@ void limits_section(const Prepared& p, Line&& line, Problem&& problem) {
     const std::string version = host.version == CgroupVersion::v2 ? "v2" : "v1";
     if (host.hierarchies.empty() || read_only) {
         const std::string why = host.hierarchies.empty() ? host.why_not : "the cgroup file system is read-only";
-        // Only a limit the file sets must be enforced; the defaults are
-        // then the container's own limits' to bound.
-        if (l.memory_explicit || l.tasks_explicit || l.cpu_explicit)
-            problem("cgroups", why + ": the limits set in [limits] cannot be enforced");
-        else
-            line("cgroups", why + ": the default limits are not enforced (tasks_max still bounds each jail as "
-                                  "RLIMIT_NPROC)");
+        // The start's own decision with no controller usable: a limit the
+        // file sets refuses (tasks_max excepted: RLIMIT_NPROC carries it);
+        // the defaults are then the container's own limits' to bound.
+        auto decided = decide_enforcement(l, resolve_limits(l, 0), host.version, {false, false, false, false, why});
+        if (!decided) return problem("cgroups", decided.error().message);
+        // The same warnings as the allow line's, the reason said once.
+        const auto plain = decide_enforcement(l, resolve_limits(l, 0), host.version, {});
+        std::string warned;
+        if (plain)
+            for (const auto& w : plain.value().warnings) warned += "; " + w;
+        line("cgroups", why + warned);
         return;
     }
     if (systemd_booted())
