@@ -124,7 +124,10 @@ void limits_section(const Prepared& p, Line&& line, Problem&& problem) {
         return;
     }
     std::string applied;
-    for (const auto& [file, value] : cg.applied()) applied += (applied.empty() ? "" : ", ") + file + " " + value;
+    for (const auto& [file, value] : cg.applied()) {
+        if (!applied.empty()) applied.append(", ");
+        applied.append(file).append(" ").append(value);
+    }
     const auto use = cg.usage();
     line("tenant cgroup", cg.path() + ": applied " + applied + "; memory " +
                               (use.memory ? std::to_string(*use.memory) : std::string("-")) + ", tasks " +
