@@ -189,7 +189,8 @@ Status enter_tenant_scope(uid_t uid, const std::vector<UnitProperty>& props) {
         return fail(Exit::host, "systemd refused the tenant's scope " + name + ": " + why);
     }
     // The start job moves this process; wait for it (a deadline, not forever).
-    const std::string want = "/" + tenant_scope_cgroup(uid);
+    std::string want(1, '/');
+    want.append(tenant_scope_cgroup(uid));
     std::string now;
     for (int waited = 0; waited < kMoveWaitMs; waited += 10) {
         if ((now = systemd_cgroup()) == want) return ok_status();
