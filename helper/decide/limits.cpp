@@ -190,12 +190,18 @@ Result<Enforcement> decide_enforcement(const Limits& l, const ResolvedLimits& r,
     // (memory.swappiness 0), which is what swap 0 asks.
     if (cap.memory && r.swap_max && !cap.memsw && (v == CgroupVersion::v2 || *r.swap_max != 0))
         if (auto st = unenforced(l.memory_explicit, "memory_swap_max (no swap accounting)"); !st) return st.error();
+    // tasks_max without a pids controller: every jail still gets it as
+    // RLIMIT_NPROC (nproc_limit), which the kernel enforces everywhere, per
+    // uid. Enforced either way, so never a refusal; the allow line says how.
     if (r.tasks_max && !cap.pids)
-        if (auto st = unenforced(l.tasks_explicit, "tasks_max (in the cgroup; RLIMIT_NPROC still applies)"); !st)
-            return st.error();
+        e.warnings.push_back("tasks_max " + std::to_string(*r.tasks_max) + " only as RLIMIT_NPROC (per uid)" + why);
     if (!cap.cpu && (l.cpu_explicit || r.cpu_weight != kDefaultCpuWeight))
         if (auto st = unenforced(l.cpu_explicit, "cpu_weight"); !st) return st.error();
     return e;
+}
+
+std::uint64_t nproc_limit(std::uint64_t current, std::uint64_t tasks_max) {
+    return tasks_max == 0 ? current : std::min(current, tasks_max);
 }
 
 std::uint64_t cpu_shares_of_weight(std::uint32_t weight) {

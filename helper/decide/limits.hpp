@@ -106,6 +106,12 @@ struct CgroupWrite {
 // the CPU weight on the tenant's node (fairness between tenants).
 std::vector<CgroupWrite> limit_writes(const ResolvedLimits& r, CgroupVersion v, const CgroupCapability& cap);
 
+// RLIMIT_NPROC of a jail: tasks_max (0: none) or the limit it already has
+// (pam_limits' for the tenant, or the host's), the lower. Soft and hard alike.
+// The kernel counts every process and thread of the uid on the host
+// (through user namespaces too), not only the jail's.
+std::uint64_t nproc_limit(std::uint64_t current, std::uint64_t tasks_max);
+
 // cpu.weight (1..10000, 100 the default) as v1 cpu.shares (1024 the
 // default), as systemd converts it.
 std::uint64_t cpu_shares_of_weight(std::uint32_t weight);

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "base/file_read.hpp"
+#include "decide/systemd_scope.hpp"
 
 namespace clihost {
 namespace {
@@ -148,7 +149,9 @@ std::uint64_t available_memory(const CgroupHost& host, const std::string& parent
         if (pos > parent.size()) break;
         auto slash = parent.find('/', pos);
         if (slash == std::string::npos) slash = parent.size();
-        dir += "/" + parent.substr(pos, slash - pos);
+        // Appended piece by piece: "/" + substr trips GCC 12's -O3 -Wrestrict
+        // false positive (the Release -Werror build).
+        dir.append(1, '/').append(parent, pos, slash - pos);
         pos = slash + 1;
         if (!exists(dir)) break;
     }
@@ -157,17 +160,21 @@ std::uint64_t available_memory(const CgroupHost& host, const std::string& parent
 
 Result<TenantCgroup> TenantCgroup::setup(const CgroupHost& host, const Limits& limits, uid_t uid,
                                          const std::string& meminfo) {
+    return setup_at(host, limits, limits.cgroup_parent + "/" + std::to_string(uid), meminfo);
+}
+
+Result<TenantCgroup> TenantCgroup::setup_at(const CgroupHost& host, const Limits& limits, const std::string& rel,
+                                            const std::string& meminfo) {
     TenantCgroup cg;
     cg.version_ = host.version;
-    cg.rel_ = limits.cgroup_parent + "/" + std::to_string(uid);
-    cg.resolved_ = resolve_limits(limits, available_memory(host, limits.cgroup_parent, meminfo));
+    cg.rel_ = rel;
+    cg.resolved_ = resolve_limits(limits, available_memory(host, rel.substr(0, rel.rfind('/')), meminfo));
     std::string why = host.why_not;
     for (const auto& h : host.hierarchies) {
         // PARENT's components, then UID and its two leaves.
         std::string dir = h.mount;
         Status made = ok_status();
         std::size_t pos = 0;
-        const std::string& rel = cg.rel_;
         while (made && pos <= rel.size()) {
             auto slash = rel.find('/', pos);
             if (slash == std::string::npos) slash = rel.size();
@@ -178,7 +185,7 @@ Result<TenantCgroup> TenantCgroup::setup(const CgroupHost& host, const Limits& l
                 for (const char* c : {"memory", "pids", "cpu"})
                     if (have.find(c) != std::string::npos) (void)write_file(dir + "/cgroup.subtree_control", std::string("+") + c);
             }
-            dir += "/" + rel.substr(pos, slash - pos);
+            dir.append(1, '/').append(rel, pos, slash - pos);  // not "/" + substr: as in available_memory
             made = make_dir(dir);
             pos = slash + 1;
         }
@@ -222,9 +229,13 @@ Result<TenantCgroup> TenantCgroup::setup(const CgroupHost& host, const Limits& l
 }
 
 TenantCgroup TenantCgroup::open(const CgroupHost& host, const std::string& parent, uid_t uid) {
+    return open_at(host, parent + "/" + std::to_string(uid));
+}
+
+TenantCgroup TenantCgroup::open_at(const CgroupHost& host, const std::string& rel) {
     TenantCgroup cg;
     cg.version_ = host.version;
-    cg.rel_ = parent + "/" + std::to_string(uid);
+    cg.rel_ = rel;
     for (const auto& h : host.hierarchies) {
         const std::string dir = h.mount + "/" + cg.rel_;
         if (exists(dir + "/jails") && exists(dir + "/supervisor")) cg.nodes_.push_back({h.controller, dir});
@@ -323,10 +334,15 @@ Status TenantCgroup::kill_jails() const {
 }
 
 Status TenantCgroup::remove() const {
+    // A systemd scope's own cgroup is systemd's to remove (it does, once the
+    // scope is empty); only the leaves are ours, and whatever we made.
+    const bool scope = rel_.rfind(slice_cgroup(kTenantSlice) + "/", 0) == 0;
     for (const auto& n : nodes_)
-        for (const std::string& d : {n.dir + "/jails", n.dir + "/supervisor", n.dir})
-            if (::rmdir(d.c_str()) != 0 && errno != ENOENT)
-                return fail(Exit::internal, "cannot remove " + d + ": " + errno_text(errno));
+        for (const std::string& d : {n.dir + "/jails", n.dir + "/supervisor", n.dir}) {
+            if (::rmdir(d.c_str()) == 0 || errno == ENOENT) continue;
+            if (scope && d == n.dir) continue;
+            return fail(Exit::internal, "cannot remove " + d + ": " + errno_text(errno));
+        }
     return ok_status();
 }
 
@@ -336,21 +352,16 @@ Status JailPlacement::apply() const {
     if (nproc != 0) {
         rlimit rl{};
         if (::getrlimit(RLIMIT_NPROC, &rl) != 0) return fail(Exit::internal, "getrlimit failed");
-        rl.rlim_cur = std::min<rlim_t>(rl.rlim_cur, nproc);
-        rl.rlim_max = std::min<rlim_t>(rl.rlim_max, nproc);
+        rl.rlim_cur = static_cast<rlim_t>(nproc_limit(rl.rlim_cur, nproc));
+        rl.rlim_max = static_cast<rlim_t>(nproc_limit(rl.rlim_max, nproc));
         if (::setrlimit(RLIMIT_NPROC, &rl) != 0) return fail(Exit::internal, "cannot set RLIMIT_NPROC");
     }
     return ok_status();
 }
 
-Result<TenantCgroup> setup_tenant_cgroup(const Limits& limits, uid_t uid) {
-    const auto meminfo = read_bounded("/proc/meminfo", kMaxCgroupFile);
-    if (!meminfo) return meminfo.error();
-    return TenantCgroup::setup(detect_cgroups("/sys/fs/cgroup", true), limits, uid, meminfo.value());
-}
-
-TenantCgroup open_tenant_cgroup(const Limits& limits, uid_t uid) {
-    return TenantCgroup::open(detect_cgroups("/sys/fs/cgroup", true), limits.cgroup_parent, uid);
+Status enter_new_leaf(const std::string& dir) {
+    if (auto st = make_dir(dir); !st) return st;
+    return write_file(dir + "/cgroup.procs", std::to_string(::getpid()));
 }
 
 }  // namespace clihost

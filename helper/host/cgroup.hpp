@@ -55,8 +55,13 @@ public:
     // entered it yet. `warnings`: the default limits not enforced here.
     static Result<TenantCgroup> setup(const CgroupHost& host, const Limits& limits, uid_t uid,
                                       const std::string& meminfo);
+    // The same at REL (below each hierarchy's root) rather than PARENT/UID:
+    // a systemd scope's cgroup.
+    static Result<TenantCgroup> setup_at(const CgroupHost& host, const Limits& limits, const std::string& rel,
+                                         const std::string& meminfo);
     // The tenant's existing cgroup (empty if there is none).
     static TenantCgroup open(const CgroupHost& host, const std::string& parent, uid_t uid);
+    static TenantCgroup open_at(const CgroupHost& host, const std::string& rel);
 
     bool placed() const { return !nodes_.empty(); }
     const ResolvedLimits& resolved() const { return resolved_; }
@@ -106,9 +111,7 @@ struct JailPlacement {
     Status apply() const;
 };
 
-// The tenant's cgroup on this host (/sys/fs/cgroup, /proc/meminfo): set
-// up for a start, or the existing one.
-Result<TenantCgroup> setup_tenant_cgroup(const Limits& limits, uid_t uid);
-TenantCgroup open_tenant_cgroup(const Limits& limits, uid_t uid);
+// Makes DIR (a cgroup, root's) and moves this process into it.
+Status enter_new_leaf(const std::string& dir);
 
 }  // namespace clihost

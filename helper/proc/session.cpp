@@ -32,7 +32,7 @@
 
 #include "base/fault.hpp"
 #include "proc/launch.hpp"
-#include "host/cgroup.hpp"
+#include "host/placement.hpp"
 #include "base/log.hpp"
 #include "proc/net.hpp"
 #include "priv/pam_session.hpp"
@@ -250,9 +250,9 @@ int serve_session(const SessionStart& s, int report_fd) {
     //    (an explicit limit this host cannot carry refuses, exit 3); this
     //    process in its leaf, out of the caller's cgroup (a restart of the
     //    proxy's service no longer reaches the session jail), before PAM.
-    auto cg = setup_tenant_cgroup(s.policy.limits, t.uid);
+    //    Where systemd is PID 1, systemd moves it into the tenant's scope first.
+    auto cg = place_supervisor(s.policy.limits, t.uid);
     if (!cg) return failed(cg.error());
-    if (auto st = cg.value().enter_supervisor(); !st) return failed(st.error());
     const JailPlacement place{&cg.value(), s.policy.limits.tasks_max};
     const auto oom_before = cg.value().usage().oom_kills.value_or(0);
     // 2. An isolated network's prerequisites, proven (exit 3 if missing):
@@ -484,8 +484,8 @@ Result<bool> stop_session_jail(uid_t uid, const Limits& limits) {
     const TenantCgroup cg = open_tenant_cgroup(limits, uid);
     if (cg.placed()) {
         if (auto st = cg.kill_jails(); !st) return st.error();
-        // A one-off jail's root parent may still be in its leaf: refused
-        // (EBUSY), the empty cgroup stays for the next start.
+        // A process still in a leaf (a jail ending): refused (EBUSY), the
+        // empty cgroup stays for the next start.
         if (auto st = cg.remove(); !st) log::audit("warn", st.error().message);
     }
     return was_running.value();

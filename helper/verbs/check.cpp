@@ -3,7 +3,8 @@
 
 #include <sys/statvfs.h>
 
-#include "host/cgroup.hpp"
+#include "host/placement.hpp"
+#include "host/systemd_scope.hpp"
 
 #include <cstdio>
 
@@ -97,16 +98,25 @@ void limits_section(const Prepared& p, Line&& line, Problem&& problem) {
     const std::string version = host.version == CgroupVersion::v2 ? "v2" : "v1";
     if (host.hierarchies.empty() || read_only) {
         const std::string why = host.hierarchies.empty() ? host.why_not : "the cgroup file system is read-only";
-        // Only a limit the file sets must be enforced; the defaults are
-        // then the container's own limits' to bound.
-        if (l.memory_explicit || l.tasks_explicit || l.cpu_explicit)
-            problem("cgroups", why + ": the limits set in [limits] cannot be enforced");
-        else
-            line("cgroups", why + ": the default limits are not enforced (tasks_max still bounds each jail as "
-                                  "RLIMIT_NPROC)");
+        // The start's own decision with no controller usable: a limit the
+        // file sets refuses (tasks_max excepted: RLIMIT_NPROC carries it);
+        // the defaults are then the container's own limits' to bound.
+        auto decided = decide_enforcement(l, resolve_limits(l, 0), host.version, {false, false, false, false, why});
+        if (!decided) return problem("cgroups", decided.error().message);
+        // The same warnings as the allow line's, the reason said once.
+        const auto plain = decide_enforcement(l, resolve_limits(l, 0), host.version, {});
+        std::string warned;
+        if (plain)
+            for (const auto& w : plain.value().warnings) warned += "; " + w;
+        line("cgroups", why + warned);
         return;
     }
-    line("cgroups", version + " (" + where + "), tenants' cgroups under " + l.cgroup_parent);
+    if (systemd_booted())
+        line("cgroups", version + " (" + where + "), systemd: each tenant's supervisor in a transient scope, " +
+                            slice_cgroup(kTenantSlice) + "/clihost-jail-UID.scope (Delegate=yes; cgroup_parent "
+                            "is for hosts without systemd)");
+    else
+        line("cgroups", version + " (" + where + "), tenants' cgroups under " + l.cgroup_parent);
     if (!p.tenant) return;
     const TenantCgroup cg = open_tenant_cgroup(l, p.tenant->account.uid);
     if (!cg.placed()) {
@@ -114,7 +124,10 @@ void limits_section(const Prepared& p, Line&& line, Problem&& problem) {
         return;
     }
     std::string applied;
-    for (const auto& [file, value] : cg.applied()) applied += (applied.empty() ? "" : ", ") + file + " " + value;
+    for (const auto& [file, value] : cg.applied()) {
+        if (!applied.empty()) applied.append(", ");
+        applied.append(file).append(" ").append(value);
+    }
     const auto use = cg.usage();
     line("tenant cgroup", cg.path() + ": applied " + applied + "; memory " +
                               (use.memory ? std::to_string(*use.memory) : std::string("-")) + ", tasks " +

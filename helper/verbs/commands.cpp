@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "verbs/check.hpp"
-#include "host/cgroup.hpp"
+#include "host/placement.hpp"
 #include "decide/cli.hpp"
 #include "decide/request.hpp"
 #include "host/config_file.hpp"

@@ -78,6 +78,8 @@ check "host-address rules in /usr/share/clihost-jail" \
 check "the rules parse (nft -c)" "nft -c -f '$root/usr/share/clihost-jail/clihost-jail.nft'"
 check "their unit loads exactly that file" \
   "grep -qx 'ExecStart=/usr/sbin/nft -f /usr/share/clihost-jail/clihost-jail.nft' '$root/usr/lib/systemd/system/clihost-jail-nft.service'"
+check "the tenants' slice unit installed (systemd's transient scopes go in it)" \
+  "cmp -s '$root/usr/lib/systemd/system/clihost-jail.slice' '$repo/install/systemd/clihost-jail.slice'"
 check "the installed PAM service loads no pam_systemd" "! grep -Ev '^[[:space:]]*(#|\$)' '$root/etc/pam.d/clihost-jail' | grep pam_systemd >/dev/null"
 check "sudoers drop-in shipped as an example" "[ -f '$root/usr/share/doc/clihost-jail/examples/sudoers.d/clihost-jail' ]"
 # install/clihost/README.md ("Docker / Dokku") points operators there.

@@ -28,6 +28,7 @@ GUARD_PATHS=(
   usr/share/man/man8/clihost-jail-close-routes.8 usr/share/man/man8/clihost-jail-close-routes.8.gz
   usr/share/man/man5/clihost-jail.conf.5 usr/share/man/man5/clihost-jail.conf.5.gz
   usr/lib/systemd/system/clihost-jail-nft.service
+  usr/lib/systemd/system/clihost-jail.slice
   etc/clihost-jail
   etc/pam.d/clihost-jail
   etc/ssh/sshd_config.d/clihost-jail.conf

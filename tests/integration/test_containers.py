@@ -248,11 +248,16 @@ def build_image_layer(base):
 # --- the bundles -----------------------------------------------------------------------
 
 def docker_spec(rootfs, seccomp, systempaths=True, masked=True, readonly=True, no_new_privs=False,
-                proc_options=()):
+                proc_options=(), cgroup=None):
     """config.json of `docker run` with Docker 28's defaults, plus
     -v /dev/log:/dev/log. seccomp: an OCI linux.seccomp or None
     (seccomp=unconfined); systempaths False: systempaths=unconfined; masked /
-    readonly: keep only one of the two lists."""
+    readonly: keep only one of the two lists. cgroup: None, no cgroup file
+    system; "ro", Docker's default on a host with v1 controllers (the
+    container's own cgroups mounted read-only, the host's cgroup namespace);
+    "rw", a delegated container cgroup (a cgroup namespace of its own, its
+    subtree mounted read-write: /sys/fs/cgroup's root is the container's
+    cgroup, which runc makes below the test's own)."""
     caps = list(DOCKER_CAPS)
     linux = {
         "namespaces": [{"type": t} for t in ["pid", "ipc", "uts", "mount", "network"]],
@@ -262,7 +267,11 @@ def docker_spec(rootfs, seccomp, systempaths=True, masked=True, readonly=True, n
     }
     if seccomp is not None:
         linux["seccomp"] = seccomp
+    if cgroup == "rw":
+        linux["namespaces"].append({"type": "cgroup"})
     nosuid = ["nosuid", "noexec", "nodev"]
+    cgroup_mount = [{"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup",
+                     "options": nosuid + ["ro" if cgroup == "ro" else "rw"]}] if cgroup else []
     return {
         "ociVersion": "1.0.2",
         "process": {
@@ -283,6 +292,7 @@ def docker_spec(rootfs, seccomp, systempaths=True, masked=True, readonly=True, n
             {"destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue", "options": nosuid},
             {"destination": "/dev/shm", "type": "tmpfs", "source": "shm", "options": nosuid + ["mode=1777"]},
             {"destination": "/dev/log", "type": "bind", "source": "/dev/log", "options": ["rbind", "rprivate"]},
+            *cgroup_mount,
         ],
         "linux": linux,
     }
@@ -328,6 +338,17 @@ class Container:
     def as_proxy(self, args, timeout=90):
         """The proxy's call: as user clihost, through the setuid helper."""
         return self.exec([HELPER, *args], uid=PROXY_UID, gid=PROXY_UID, timeout=timeout)
+
+    def write_config(self, text):
+        """The container's jail.conf replaced, as its root would."""
+        r = self.exec(["/usr/bin/python3", "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])", TEST_CONFIG,
+                       text])
+        assert r.returncode == 0, r
+
+    def read(self, path):
+        r = self.exec(["/bin/cat", path])
+        assert r.returncode == 0, r
+        return r.stdout
 
     def terminal(self, args):
         """The proxy's ttyd in the container: the helper under a pty of the
@@ -639,6 +660,174 @@ def test_no_new_privileges_makes_the_setuid_helper_powerless(world):
         assert stderr_line(run) == f"clihost-jail: not running with root privileges ({NO_NEW_PRIVS})", run
         root = c.exec([HELPER, "check", "--user", ALICE])
         assert root.returncode == 0 and not fails(root), root
+
+
+# --- [limits] in a container (SECURITY.md, "Per-tenant resources") ---------------------------
+
+# argv: N. Forks N children that sleep 20 s (a failed fork is counted, not
+# fatal and not retried), prints how many forks worked, exits (the jail's
+# pid namespace then ends the children).
+FORKS = """
+import os, sys, time
+kids = 0
+for _ in range(int(sys.argv[1])):
+    try:
+        pid = os.fork()
+    except OSError:
+        continue
+    if pid == 0:
+        time.sleep(20)
+        os._exit(0)
+    kids += 1
+print(kids, end="", flush=True)
+if len(sys.argv) > 2:
+    time.sleep(20)
+"""
+ALLOCATE = "b = bytearray(200 << 20); print(len(b))"  # 200 MiB, touched
+# argv: CGROUP_PROCS. Enters that cgroup, forks 15 children (they sleep 2 s),
+# prints how many forks worked.
+ROOT_FORKS = """
+import os, sys, time
+with open(sys.argv[1], "w") as f:
+    f.write(str(os.getpid()))
+kids = []
+for _ in range(15):
+    try:
+        pid = os.fork()
+    except OSError:
+        continue
+    if pid == 0:
+        time.sleep(2)
+        os._exit(0)
+    kids.append(pid)
+for pid in kids:
+    os.waitpid(pid, 0)
+print(len(kids), end="")
+"""
+V1_HOST = not os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+# The tenant's jails leaf as the container sees its cgroup file system.
+ALICE_JAILS = "/sys/fs/cgroup/{controller}/clihost-jail/%d/jails" % TENANTS[ALICE]
+
+
+def alice_jails(controller):
+    return ALICE_JAILS.format(controller=controller if V1_HOST else "").replace("//", "/")
+
+
+def forks(c, n):
+    r = c.as_proxy(["run", "--user", ALICE, "--session", "forks", "--", "/usr/bin/python3", "-c", FORKS, str(n)])
+    assert r.returncode == 0, r
+    return int(r.stdout)
+
+
+def test_a_delegated_cgroup_enforces_tasks_max_and_memory_max(world):
+    """A writable, namespaced cgroup file system (the container's own
+    subtree): the tenant's cgroup is made there, a fork bomb stays within
+    tasks_max, the cgroup's pids.max holds by itself (pids.events counts its
+    refusals), memory_max OOM-kills an allocation past it in the tenant's
+    cgroup."""
+    conf = CONFIG + "[limits]\ntasks_max = 40\nmemory_max = 64M\n"
+    with container(world, config=conf, seccomp=world["oci_narrow"], systempaths=False, cgroup="rw") as c:
+        r = c.as_proxy(["check", "--user", ALICE])
+        assert r.returncode == 0 and not fails(r), r
+        cgroups = [l for l in check_lines(r) if l.startswith("cgroups: ")]
+        assert cgroups and cgroups[0].endswith(", tenants' cgroups under clihost-jail"), r
+        # 60 forks with tasks_max 40, the children kept while we look.
+        bomb = subprocess.Popen(c._process_file([HELPER, "run", "--user", ALICE, "--session", "bomb", "--",
+                                                 "/usr/bin/python3", "-c", FORKS, "60", "wait"], PROXY_UID, PROXY_UID,
+                                                ()), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
+        try:
+            pids_dir = alice_jails("pids")
+            assert wait_until(lambda: c.exec(["/bin/cat", pids_dir + "/pids.current"]).stdout.strip().isdigit() and
+                              int(c.read(pids_dir + "/pids.current")) >= 30, 30, step=0.5)
+            time.sleep(2)  # the bomb has made every fork it can
+            assert c.read(pids_dir + "/pids.max").strip() == "40"
+            current = int(c.read(pids_dir + "/pids.current"))
+            assert 30 <= current <= 40, current
+            # RLIMIT_NPROC (the same 40, per uid) stopped alice first: every
+            # process in her leaf is hers. The cgroup's own limit, by effect:
+            # container root (whom no RLIMIT_NPROC stops) joins her leaf and
+            # cannot fork 15 children there; in its own cgroup it can.
+            assert c.read(pids_dir + "/pids.events").split() == ["max", "0"]
+            assert c.exec(["/usr/bin/python3", "-c", ROOT_FORKS, "/sys/fs/cgroup/pids/cgroup.procs"]).stdout == "15"
+            probe = c.exec(["/usr/bin/python3", "-c", ROOT_FORKS, pids_dir + "/cgroup.procs"])
+            assert probe.returncode == 0 and int(probe.stdout) < 15, probe
+            events = c.read(pids_dir + "/pids.events").split()
+            assert events[0] == "max" and int(events[1]) > 0, events
+            out, err = bomb.communicate(timeout=60)
+            assert bomb.returncode == 0 and 20 <= int(out) < 40, (out, err)
+        finally:
+            if bomb.poll() is None:
+                bomb.kill()
+                bomb.wait()
+        mem = c.as_proxy(["run", "--user", ALICE, "--session", "mem", "--", "/usr/bin/python3", "-c", ALLOCATE])
+        assert mem.returncode == 137, mem  # SIGKILL: the OOM killer, in the tenant's cgroup
+        memory_dir = alice_jails("memory")
+        if V1_HOST:
+            assert c.read(memory_dir + "/memory.limit_in_bytes").strip() == str(64 << 20)
+            assert "oom_kill 1" in c.read(memory_dir + "/memory.oom_control").splitlines()
+        else:
+            assert c.read(memory_dir + "/memory.max").strip() == str(64 << 20)
+            assert "oom_kill 1" in c.read(memory_dir + "/memory.events").splitlines()
+        # Control: 32 MiB fit in the same limit.
+        small = c.as_proxy(["run", "--user", ALICE, "--session", "mem", "--", "/usr/bin/python3", "-c",
+                            "b = bytearray(32 << 20); print(len(b))"])
+        assert (small.returncode, small.stdout.strip()) == (0, str(32 << 20)), small
+
+
+RO_WHY = "the cgroup file system is read-only"
+RO_CREATE = ("cannot create /sys/fs/cgroup/memory/clihost-jail: Read-only file system" if V1_HOST else
+             "cannot create /sys/fs/cgroup/clihost-jail: Read-only file system")
+
+
+def test_dockers_read_only_cgroupfs_reports_the_defaults_and_refuses_an_explicit_limit(world):
+    """Docker's defaults: the container's cgroups read-only. check says which
+    limits are not enforced and why; the built-in defaults ride in the allow
+    line and the jail runs; an explicit memory_max refuses (exit 3, one
+    line); an allocation no default could bound succeeds (the container's own
+    limits are what bounds the tenants there)."""
+    with container(world, seccomp=world["oci_narrow"], systempaths=False, cgroup="ro") as c:
+        probe = c.exec(["/bin/mkdir", "/sys/fs/cgroup/memory/ctjc-probe" if V1_HOST else "/sys/fs/cgroup/ctjc-probe"])
+        assert probe.returncode != 0 and probe.stderr.endswith(": Read-only file system\n"), probe
+        r = c.as_proxy(["check", "--user", ALICE])
+        assert r.returncode == 0 and not fails(r), r
+        assert (f"cgroups: {RO_WHY}; memory_max not enforced; tasks_max 4096 only as RLIMIT_NPROC (per uid)"
+                in check_lines(r)), r
+        since = time.time()
+        ran = c.as_proxy(["run", "--user", ALICE, "--session", "mem", "--", "/usr/bin/python3", "-c", ALLOCATE])
+        assert (ran.returncode, ran.stdout.strip(), ran.stderr) == (0, str(200 << 20), ""), ran
+        lines = log_lines(lambda l: "allow" in l and f"tenant={ALICE}" in l and "warning: memory_max not enforced" in l,
+                          timeout=10, tail_bytes=4 << 20)
+        lines = [l for l in lines if logged_at(l) >= since - 1]
+        assert lines and f"warning: memory_max not enforced ({RO_CREATE})" in lines[-1], lines
+        assert f"warning: tasks_max 4096 only as RLIMIT_NPROC (per uid) ({RO_CREATE})" in lines[-1], lines
+        # A limit the operator wrote is enforced or the start refuses.
+        c.write_config(CONFIG + "[limits]\nmemory_max = 256M\n")
+        r = c.as_proxy(["check", "--user", ALICE])
+        assert r.returncode == 3, r
+        assert fails(r) == [f"cgroups: FAIL: memory_max is set in [limits] but cannot be enforced here ({RO_WHY})"], r
+        run = c.as_proxy(["run", "--user", ALICE, "--session", "s", "--", "/bin/echo", "ran"])
+        assert (run.returncode, run.stdout) == (3, ""), run
+        assert run.stderr == ("clihost-jail: memory_max is set in [limits] but cannot be enforced here "
+                              f"({RO_CREATE})\n"), run
+
+
+def test_tasks_max_bounds_a_tenant_through_rlimit_nproc_on_a_read_only_cgroupfs(world):
+    """No pids cgroup to use: tasks_max still bounds the tenant, as
+    RLIMIT_NPROC of every jail (all of the tenant's processes on the host).
+    Control: with tasks_max = max the same tenant forks them all."""
+    with container(world, config=CONFIG + "[limits]\ntasks_max = 30\n", seccomp=world["oci_narrow"],
+                   systempaths=False, cgroup="ro") as c:
+        r = c.as_proxy(["check", "--user", ALICE])
+        assert r.returncode == 0 and not fails(r), r
+        assert f"cgroups: {RO_WHY}; memory_max not enforced; tasks_max 30 only as RLIMIT_NPROC (per uid)" \
+            in check_lines(r), r
+        limit = c.as_proxy(["run", "--user", ALICE, "--session", "l", "--", "/usr/bin/python3", "-c",
+                            "import resource; print(*resource.getrlimit(resource.RLIMIT_NPROC))"])
+        assert (limit.returncode, limit.stdout) == (0, "30 30\n"), limit
+        assert 20 <= forks(c, 60) < 30
+        c.write_config(CONFIG + "[limits]\ntasks_max = max\n")
+        assert forks(c, 60) == 60
 
 
 # --- what systempaths=unconfined gives container root (SECURITY.md) -----------------------

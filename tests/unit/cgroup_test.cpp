@@ -3,6 +3,7 @@
 // The real hierarchies are exercised by tests/integration/test_limits.py.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,9 +11,12 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "host/cgroup.hpp"
 #include "decide/config.hpp"
+#include "decide/systemd_scope.hpp"
 
 using namespace clihost;
 
@@ -55,6 +59,56 @@ void v2_cgroup(const Tree& t, const std::string& rel, bool with_pids = true) {
         t.file(rel + "/pids.current");
     }
 }
+
+// A cgroup file the code writes more than once (cgroup.subtree_control,
+// where the kernel keeps every controller enabled; a plain file would keep
+// only the last write): a FIFO whose reader keeps everything written. Writes
+// that follow each other closely arrive as one stream; each write to
+// subtree_control is one "+controller", so the stream splits at '+'.
+class WriteLog {
+public:
+    explicit WriteLog(std::string path) : path_(std::move(path)) {
+        ::unlink(path_.c_str());
+        EXPECT_EQ(::mkfifo(path_.c_str(), 0600), 0) << path_;
+        // Open for reading and writing: the pipe never sees its last writer
+        // go (no end of file, nothing written between two opens is lost).
+        fd_ = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+        EXPECT_GE(fd_, 0) << path_;
+        reader_ = std::thread([this] {
+            char buf[256];
+            while (stream_.size() < 5 || stream_.compare(stream_.size() - 5, 5, kStop) != 0) {
+                const ssize_t n = ::read(fd_, buf, sizeof buf);
+                if (n <= 0) return;
+                stream_.append(buf, static_cast<std::size_t>(n));
+            }
+            stream_.resize(stream_.size() - 5);
+        });
+    }
+    ~WriteLog() { stop(); }
+    // Every "+controller" written so far, in order (the reader stopped).
+    std::vector<std::string> writes() {
+        stop();
+        std::vector<std::string> out;
+        for (char c : stream_) {
+            if (c == '+' || out.empty()) out.emplace_back();
+            out.back() += c;
+        }
+        return out;
+    }
+
+private:
+    static constexpr const char* kStop = "#stop";
+    void stop() {
+        if (!reader_.joinable()) return;
+        EXPECT_EQ(::write(fd_, kStop, 5), 5);
+        reader_.join();
+        ::close(fd_);
+    }
+    std::string path_;
+    int fd_{-1};
+    std::string stream_;
+    std::thread reader_;
+};
 
 const std::string kMeminfo = "MemTotal:        8388608 kB\nMemFree:         1 kB\n";
 
@@ -101,6 +155,34 @@ TEST(Cgroup, V2WritesLimitsOnTheJailsLeafBeforeAnyProcessEnters) {
     EXPECT_EQ(t.read("clihost-jail/1234/supervisor/cgroup.procs"), "4343");
 }
 
+// Where systemd is PID 1 the tenant's node is its delegated transient scope
+// (host/placement.cpp): on v2 the supervisor enters its leaf first, then the
+// scope hands its controllers down and the jails' leaf gets the limits.
+TEST(Cgroup, V2LeavesInsideTheTenantsSystemdScope) {
+    Tree t;
+    t.file("cgroup.controllers", "cpu memory pids\n");
+    t.file("cgroup.subtree_control");
+    const std::string scope = tenant_scope_cgroup(1234);
+    v2_cgroup(t, "clihost.slice");
+    v2_cgroup(t, "clihost.slice/clihost-jail.slice");
+    v2_cgroup(t, scope);
+    v2_cgroup(t, scope + "/supervisor");
+    v2_cgroup(t, scope + "/jails");
+    ASSERT_TRUE(enter_new_leaf(t.root() + "/" + scope + "/supervisor").ok());
+    EXPECT_EQ(t.read(scope + "/supervisor/cgroup.procs"), std::to_string(::getpid()));
+    const Limits l = parse_config("[limits]\nmemory_max = 1G\ntasks_max = 100\n").value().limits;
+    const auto host = detect_cgroups(t.root(), false);
+    auto cg = TenantCgroup::setup_at(host, l, scope, kMeminfo);
+    ASSERT_TRUE(cg.ok()) << cg.error().message;
+    EXPECT_EQ(cg.value().path(), "/clihost.slice/clihost-jail.slice/clihost-jail-1234.scope");
+    EXPECT_EQ(t.read(scope + "/jails/memory.max"), "1073741824");
+    EXPECT_EQ(t.read(scope + "/jails/pids.max"), "100");
+    EXPECT_EQ(t.read(scope + "/supervisor/memory.max"), "");
+    EXPECT_EQ(t.read(scope + "/cgroup.subtree_control").rfind("+cpu", 0), 0u);
+    EXPECT_TRUE(TenantCgroup::open_at(host, scope).placed());
+    EXPECT_FALSE(TenantCgroup::open(host, "clihost-jail", 1234).placed());
+}
+
 TEST(Cgroup, V2UsageKillAndOpen) {
     Tree t;
     t.file("cgroup.controllers", "cpu memory pids\n");
@@ -124,7 +206,7 @@ TEST(Cgroup, V2UsageKillAndOpen) {
     EXPECT_FALSE(TenantCgroup::open(host, "p", 8).placed());
 }
 
-TEST(Cgroup, V2WithoutThePidsControllerRefusesAnExplicitTasksMax) {
+TEST(Cgroup, V2WithoutThePidsControllerLeavesTasksMaxToRlimitNproc) {
     Tree t;
     t.file("cgroup.controllers", "cpu memory\n");
     v2_cgroup(t, "p", false);
@@ -132,21 +214,28 @@ TEST(Cgroup, V2WithoutThePidsControllerRefusesAnExplicitTasksMax) {
     v2_cgroup(t, "p/7/supervisor", false);
     v2_cgroup(t, "p/7/jails", false);
     const auto host = detect_cgroups(t.root(), false);
-    const Limits explicit_tasks = parse_config("[limits]\ncgroup_parent = p\ntasks_max = 100\n").value().limits;
-    auto refused = TenantCgroup::setup(host, explicit_tasks, 7, kMeminfo);
+    // Explicit or default, tasks_max is then RLIMIT_NPROC's (JailPlacement):
+    // a warning, no refusal, and the other limits are written.
+    for (const char* text : {"[limits]\ncgroup_parent = p\ntasks_max = 100\n", "[limits]\ncgroup_parent = p\n"}) {
+        const Limits l = parse_config(text).value().limits;
+        auto warned = TenantCgroup::setup(host, l, 7, kMeminfo);
+        ASSERT_TRUE(warned.ok()) << warned.error().message;
+        EXPECT_EQ(warned.value().warnings(),
+                  std::vector<std::string>{"tasks_max " + std::to_string(l.tasks_max) +
+                                           " only as RLIMIT_NPROC (per uid) (the controller is not available under p)"});
+        EXPECT_NE(t.read("p/7/jails/memory.max"), "");
+    }
+    // An explicit memory_max where the memory controller is missing refuses.
+    Tree no_memory;
+    no_memory.file("cgroup.controllers", "cpu pids\n");
+    no_memory.dir("p");
+    for (const char* d : {"p/7", "p/7/supervisor", "p/7/jails"}) no_memory.dir(d);
+    const Limits mem = parse_config("[limits]\ncgroup_parent = p\nmemory_max = 1G\n").value().limits;
+    auto refused = TenantCgroup::setup(detect_cgroups(no_memory.root(), false), mem, 7, kMeminfo);
     ASSERT_FALSE(refused.ok());
     EXPECT_EQ(refused.error().code, Exit::host);
     EXPECT_EQ(refused.error().message,
-              "tasks_max (in the cgroup; RLIMIT_NPROC still applies) is set in [limits] but cannot be enforced here "
-              "(the controller is not available under p)");
-    // The default is a warning, and the other limits are written.
-    const Limits defaults = parse_config("[limits]\ncgroup_parent = p\n").value().limits;
-    auto warned = TenantCgroup::setup(host, defaults, 7, kMeminfo);
-    ASSERT_TRUE(warned.ok()) << warned.error().message;
-    EXPECT_EQ(warned.value().warnings(),
-              std::vector<std::string>{"tasks_max (in the cgroup; RLIMIT_NPROC still applies) not enforced (the "
-                                       "controller is not available under p)"});
-    EXPECT_NE(t.read("p/7/jails/memory.max"), "");
+              "memory_max is set in [limits] but cannot be enforced here (the controller is not available under p)");
 }
 
 TEST(Cgroup, APercentageIsOfTheLowerOfTheHostsAndTheContainersMemory) {
@@ -195,4 +284,102 @@ TEST(Cgroup, V1UsesEachControllersHierarchyAndTheFreezerToKill) {
     ASSERT_TRUE(cg.value().kill_jails().ok());
     // Frozen, killed, thawed: the last state written is THAWED.
     EXPECT_EQ(t.read("freezer/p/9/jails/freezer.state").rfind("THAWED", 0), 0u);
+}
+
+TEST(Cgroup, V2EnablesEachAvailableControllerForTheLevelBelowAndNoneInTheLeaves) {
+    Tree t;
+    // The root has more controllers than we use (io, cpuset: never
+    // enabled); the parent was handed only memory and pids by its own
+    // parent.
+    t.file("cgroup.controllers", "cpuset cpu io memory pids\n");
+    v2_cgroup(t, "p");
+    t.file("p/cgroup.controllers", "memory pids\n");
+    v2_cgroup(t, "p/7");
+    t.file("p/7/cgroup.controllers", "memory pids\n");
+    v2_cgroup(t, "p/7/supervisor");
+    v2_cgroup(t, "p/7/jails");
+    WriteLog root(t.root() + "/cgroup.subtree_control");
+    WriteLog parent(t.root() + "/p/cgroup.subtree_control");
+    WriteLog tenant(t.root() + "/p/7/cgroup.subtree_control");
+    WriteLog supervisor(t.root() + "/p/7/supervisor/cgroup.subtree_control");
+    WriteLog jails(t.root() + "/p/7/jails/cgroup.subtree_control");
+    const Limits l = parse_config("[limits]\ncgroup_parent = p\n").value().limits;
+    auto cg = TenantCgroup::setup(detect_cgroups(t.root(), false), l, 7, kMeminfo);
+    ASSERT_TRUE(cg.ok()) << cg.error().message;
+    EXPECT_EQ(root.writes(), (std::vector<std::string>{"+memory", "+pids", "+cpu"}));
+    EXPECT_EQ(parent.writes(), (std::vector<std::string>{"+memory", "+pids"}));
+    EXPECT_EQ(tenant.writes(), (std::vector<std::string>{"+memory", "+pids"}));
+    // The leaves hold the processes: no controller enabled below them.
+    EXPECT_TRUE(supervisor.writes().empty());
+    EXPECT_TRUE(jails.writes().empty());
+}
+
+TEST(Cgroup, V2PutsProcessesOnlyInLeavesNeverInANodeWithControllersEnabled) {
+    // The kernel's no-internal-process rule: a cgroup that enables
+    // controllers for its children (subtree_control) holds no process.
+    Tree t;
+    t.file("cgroup.controllers", "cpu memory pids\n");
+    t.file("cgroup.subtree_control");
+    for (const char* d : {"p", "p/7", "p/7/supervisor", "p/7/jails"}) v2_cgroup(t, d);
+    const auto host = detect_cgroups(t.root(), false);
+    const Limits l = parse_config("[limits]\ncgroup_parent = p\n").value().limits;
+    auto cg = TenantCgroup::setup(host, l, 7, kMeminfo);
+    ASSERT_TRUE(cg.ok()) << cg.error().message;
+    ASSERT_TRUE(cg.value().enter_supervisor(100).ok());
+    ASSERT_TRUE(cg.value().enter_jails(200).ok());
+    // The same through the open() a later command (stop, list) uses.
+    ASSERT_TRUE(TenantCgroup::open(host, "p", 7).enter_jails(300).ok());
+    for (const char* node : {"p", "p/7"}) {
+        EXPECT_NE(t.read(std::string(node) + "/cgroup.subtree_control"), "") << node;
+        EXPECT_EQ(t.read(std::string(node) + "/cgroup.procs"), "") << node;
+    }
+    EXPECT_EQ(t.read("cgroup.procs"), "");
+    EXPECT_EQ(t.read("p/7/supervisor/cgroup.procs"), "100");
+    EXPECT_EQ(t.read("p/7/jails/cgroup.procs"), "300");
+    for (const char* leaf : {"p/7/supervisor", "p/7/jails"}) EXPECT_EQ(t.read(std::string(leaf) + "/cgroup.subtree_control"), "") << leaf;
+}
+
+TEST(Cgroup, V2WritesMaxForNoLimitAndTheHighMark) {
+    Tree t;
+    t.file("cgroup.controllers", "cpu memory pids\n");
+    t.file("cgroup.subtree_control");
+    for (const char* d : {"p", "p/7", "p/7/supervisor", "p/7/jails"}) v2_cgroup(t, d);
+    const Limits l =
+        parse_config("[limits]\ncgroup_parent = p\nmemory_max = max\nmemory_high = 512M\nmemory_swap_max = max\n"
+                     "tasks_max = max\ncpu_weight = 10000\n")
+            .value()
+            .limits;
+    auto cg = TenantCgroup::setup(detect_cgroups(t.root(), false), l, 7, kMeminfo);
+    ASSERT_TRUE(cg.ok()) << cg.error().message;
+    EXPECT_TRUE(cg.value().warnings().empty());
+    EXPECT_EQ(t.read("p/7/jails/memory.max"), "max");
+    EXPECT_EQ(t.read("p/7/jails/memory.high"), "536870912");
+    EXPECT_EQ(t.read("p/7/jails/memory.swap.max"), "max");
+    EXPECT_EQ(t.read("p/7/jails/pids.max"), "max");
+    EXPECT_EQ(t.read("p/7/cpu.weight"), "10000");
+    // Only the tenant's node carries the weight (between tenants); the leaves none.
+    EXPECT_EQ(t.read("p/7/jails/cpu.weight"), "");
+    EXPECT_EQ(t.read("p/7/supervisor/cpu.weight"), "");
+    // check's read-back is the kernel's files.
+    const auto applied = cg.value().applied();
+    const std::vector<std::pair<std::string, std::string>> want{
+        {"jails/memory.max", "max"}, {"jails/memory.high", "536870912"}, {"jails/memory.swap.max", "max"},
+        {"jails/pids.max", "max"},   {"cpu.weight", "10000"}};
+    EXPECT_EQ(applied, want);
+}
+
+TEST(Cgroup, V2WithoutCgroupKillStopsForksWithPidsMaxZero) {
+    // Before Linux 5.14 there is no cgroup.kill: pids.max 0, then SIGKILL
+    // over cgroup.procs until it is empty (here it is).
+    Tree t;
+    t.file("cgroup.controllers", "cpu memory pids\n");
+    for (const char* d : {"p", "p/7", "p/7/supervisor", "p/7/jails"}) v2_cgroup(t, d);
+    ::unlink((t.root() + "/p/7/jails/cgroup.kill").c_str());
+    const TenantCgroup cg = TenantCgroup::open(detect_cgroups(t.root(), false), "p", 7);
+    ASSERT_TRUE(cg.placed());
+    ASSERT_TRUE(cg.kill_jails().ok());
+    EXPECT_EQ(t.read("p/7/jails/pids.max"), "0");
+    EXPECT_FALSE(std::filesystem::exists(t.root() + "/p/7/jails/cgroup.kill"));
+    // And the supervisor's leaf is never touched by the kill.
+    EXPECT_EQ(t.read("p/7/supervisor/pids.max"), "");
 }

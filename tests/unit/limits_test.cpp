@@ -147,8 +147,8 @@ TEST(Limits, AnExplicitLimitThatCannotBeEnforcedRefusesADefaultOneWarns) {
     EXPECT_EQ(d.value().warnings,
               (std::vector<std::string>{
                   "memory_max not enforced (/sys/fs/cgroup is read-only)",
-                  "tasks_max (in the cgroup; RLIMIT_NPROC still applies) not enforced (/sys/fs/cgroup is read-only)"}));
-    for (const char* text : {"[limits]\nmemory_max = 1G\n", "[limits]\ntasks_max = 100\n", "[limits]\ncpu_weight = 200\n"}) {
+                  "tasks_max 4096 only as RLIMIT_NPROC (per uid) (/sys/fs/cgroup is read-only)"}));
+    for (const char* text : {"[limits]\nmemory_max = 1G\n", "[limits]\ncpu_weight = 200\n"}) {
         const Limits l = parse_config(text).value().limits;
         auto e = decide_enforcement(l, resolve_limits(l, 8 * G), CgroupVersion::v1, none);
         ASSERT_FALSE(e.ok()) << text;
@@ -157,6 +157,13 @@ TEST(Limits, AnExplicitLimitThatCannotBeEnforcedRefusesADefaultOneWarns) {
                   std::string::npos)
             << e.error().message;
     }
+    // An explicit tasks_max is still enforced, as RLIMIT_NPROC: no refusal,
+    // the allow line says how.
+    const Limits tasks = parse_config("[limits]\nmemory_max = max\ntasks_max = 100\n").value().limits;
+    auto t = decide_enforcement(tasks, resolve_limits(tasks, 8 * G), CgroupVersion::v1, none);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    EXPECT_EQ(t.value().warnings, std::vector<std::string>{
+                                      "tasks_max 100 only as RLIMIT_NPROC (per uid) (/sys/fs/cgroup is read-only)"});
     // Control: the same explicit limits where the controllers work.
     const CgroupCapability all{true, true, true, true, ""};
     const Limits l = parse_config("[limits]\nmemory_max = 1G\ntasks_max = 100\ncpu_weight = 200\n").value().limits;
@@ -168,4 +175,19 @@ TEST(Limits, AnExplicitLimitThatCannotBeEnforcedRefusesADefaultOneWarns) {
     const CgroupCapability no_memsw{true, false, true, true, ""};
     EXPECT_FALSE(decide_enforcement(s, resolve_limits(s, 8 * G), CgroupVersion::v1, no_memsw).ok());
     EXPECT_TRUE(decide_enforcement(defaults, resolve_limits(defaults, 8 * G), CgroupVersion::v1, no_memsw).ok());
+}
+
+TEST(Limits, AJailsProcessLimitIsTasksMaxOrPamLimitsValueTheLower) {
+    // pam_limits (or the host) gave the tenant 50: tasks_max 100 keeps 50.
+    EXPECT_EQ(nproc_limit(50, 100), 50u);
+    // A higher inherited limit is lowered to tasks_max.
+    EXPECT_EQ(nproc_limit(96367, 100), 100u);
+    // Unlimited (RLIM_INFINITY) is lowered too.
+    EXPECT_EQ(nproc_limit(~std::uint64_t{0}, 4096), 4096u);
+    // tasks_max = max (0): the inherited limit, unchanged.
+    EXPECT_EQ(nproc_limit(96367, 0), 96367u);
+    EXPECT_EQ(nproc_limit(~std::uint64_t{0}, 0), ~std::uint64_t{0});
+    // The parsed default and an explicit value reach it as they are.
+    EXPECT_EQ(nproc_limit(96367, Limits{}.tasks_max), 4096u);
+    EXPECT_EQ(nproc_limit(96367, parse_config("[limits]\ntasks_max = max\n").value().limits.tasks_max), 96367u);
 }

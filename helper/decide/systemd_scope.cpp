@@ -1,0 +1,45 @@
+// systemd_scope.cpp: the tenant's transient scope, as data (systemd_scope.hpp).
+#include "decide/systemd_scope.hpp"
+
+namespace clihost {
+
+std::string tenant_scope_name(uid_t uid) { return "clihost-jail-" + std::to_string(uid) + ".scope"; }
+
+std::string slice_cgroup(const std::string& slice) {
+    // systemd nests a slice in the one its name's prefix up to each '-'
+    // names: a-b.slice is a.slice/a-b.slice.
+    const std::string stem = slice.substr(0, slice.size() - std::string(".slice").size());
+    std::string path;
+    for (std::size_t dash = stem.find('-'); dash != std::string::npos; dash = stem.find('-', dash + 1))
+        path += stem.substr(0, dash) + ".slice/";
+    return path + slice;
+}
+
+std::string tenant_scope_cgroup(uid_t uid) { return slice_cgroup(kTenantSlice) + "/" + tenant_scope_name(uid); }
+
+std::uint64_t scope_tasks_max(const ResolvedLimits& r) {
+    return r.tasks_max ? *r.tasks_max + kSupervisorTasks : kUnitInfinity;
+}
+
+std::uint64_t scope_memory_max(const ResolvedLimits& r) {
+    if (!r.memory_max || *r.memory_max > kUnitInfinity - kSupervisorMemory) return kUnitInfinity;
+    return *r.memory_max + kSupervisorMemory;
+}
+
+std::vector<UnitProperty> scope_properties(const ResolvedLimits& r, pid_t pid, uid_t uid) {
+    using T = UnitProperty::Type;
+    return {
+        {"Description", T::string, "clihost-jail tenant " + std::to_string(uid), 0},
+        {"PIDs", T::pids, "", static_cast<std::uint64_t>(pid)},
+        {"Slice", T::string, kTenantSlice, 0},
+        {"Delegate", T::boolean, "", 1},
+        {"CollectMode", T::string, "inactive-or-failed", 0},
+        {"MemoryAccounting", T::boolean, "", 1},
+        {"TasksAccounting", T::boolean, "", 1},
+        {"TasksMax", T::uint64, "", scope_tasks_max(r)},
+        {"MemoryMax", T::uint64, "", scope_memory_max(r)},
+        {"CPUWeight", T::uint64, "", r.cpu_weight},
+    };
+}
+
+}  // namespace clihost

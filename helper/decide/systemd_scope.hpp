@@ -1,0 +1,61 @@
+// systemd_scope.hpp: where systemd is PID 1, each tenant's supervisor asks it
+// for a transient scope (StartTransientUnit, as `systemd-run --scope` does):
+// clihost-jail-UID.scope in clihost-jail.slice, Delegate=yes. Pure: the unit's
+// name, its cgroup and its property list from the resolved [limits];
+// host/systemd_scope.hpp sends them.
+//
+// The scope is the tenant's node; inside it, as on the bare cgroup file
+// system, the supervisor's leaf (never limited) and the jails' leaf (the
+// limits of limits.hpp, written by cgroup.hpp). The scope's own TasksMax and
+// MemoryMax are the jails' limits plus the supervisor's allowance: the jails'
+// leaf always hits its limit first (so an OOM kill or a refused fork happens
+// among the tenant's processes, never to the supervisor), while `systemctl
+// show`, systemd-cgtop and an operator's `set-property` see the tenant's whole
+// budget. CPUWeight is the tenant's (fairness between tenants).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "decide/limits.hpp"
+
+namespace clihost {
+
+inline constexpr const char* kTenantSlice = "clihost-jail.slice";
+// What the supervisor's leaf may hold on top of the jails' limits: the
+// supervisor and its short-lived children (a PAM module's helper, a jail's
+// process before it enters the jails' leaf), its own memory and page cache.
+inline constexpr std::uint64_t kSupervisorTasks = 64;
+inline constexpr std::uint64_t kSupervisorMemory = std::uint64_t{64} << 20;
+// systemd's "infinity" for TasksMax and MemoryMax.
+inline constexpr std::uint64_t kUnitInfinity = UINT64_MAX;
+
+struct UnitProperty {
+    enum class Type { string, boolean, uint64, pids };  // D-Bus s, b, t, au
+    std::string name;
+    Type type{Type::string};
+    std::string text;          // string
+    std::uint64_t number{0};   // boolean (0/1), uint64, pids (one pid)
+    bool operator==(const UnitProperty&) const = default;
+};
+
+// "clihost-jail-1001.scope"
+std::string tenant_scope_name(uid_t uid);
+// A slice's cgroup as systemd nests it ("a-b.slice": "a.slice/a-b.slice").
+std::string slice_cgroup(const std::string& slice);
+// The scope's cgroup below each hierarchy's root, as /proc/PID/cgroup shows
+// it without the leading '/':
+// "clihost.slice/clihost-jail.slice/clihost-jail-1001.scope".
+std::string tenant_scope_cgroup(uid_t uid);
+// StartTransientUnit's properties: PIDs=[pid], Slice, Delegate, CollectMode
+// (a failed scope, say after an OOM kill, is collected too: the name is free
+// for the next start), accounting, TasksMax, MemoryMax, CPUWeight.
+std::vector<UnitProperty> scope_properties(const ResolvedLimits& r, pid_t pid, uid_t uid);
+// The scope's TasksMax and MemoryMax for limits `r` (kUnitInfinity: none).
+std::uint64_t scope_tasks_max(const ResolvedLimits& r);
+std::uint64_t scope_memory_max(const ResolvedLimits& r);
+
+}  // namespace clihost

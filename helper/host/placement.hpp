@@ -1,0 +1,28 @@
+// placement.hpp: the tenant's cgroup on this host (/sys/fs/cgroup,
+// /proc/meminfo): where systemd is PID 1, the tenant's transient scope
+// (systemd_scope.hpp) with the leaves of cgroup.hpp inside it; elsewhere
+// PARENT/UID on the cgroup file system. Root only.
+#pragma once
+
+#include <sys/types.h>
+
+#include "base/result.hpp"
+#include "decide/limits.hpp"
+#include "host/cgroup.hpp"
+
+namespace clihost {
+
+// The tenant's cgroup on this host (/sys/fs/cgroup, /proc/meminfo): set
+// up for a start, or the existing one. Where systemd is PID 1 and the
+// tenant's scope exists, the scope's (systemd_scope.hpp).
+Result<TenantCgroup> setup_tenant_cgroup(const Limits& limits, uid_t uid);
+TenantCgroup open_tenant_cgroup(const Limits& limits, uid_t uid);
+// The supervisor's placement, before it starts anything: where systemd is
+// PID 1, systemd moves it into the tenant's transient scope
+// (clihost-jail.slice, Delegate=yes) and the leaves are made inside that;
+// elsewhere PARENT/UID on the cgroup file system. Then this process enters
+// the supervisor's leaf. An explicit limit that cannot be enforced, or a
+// scope systemd refuses, fails (exit 3).
+Result<TenantCgroup> place_supervisor(const Limits& limits, uid_t uid);
+
+}  // namespace clihost

@@ -1,0 +1,204 @@
+// systemd_scope.cpp: StartTransientUnit over sd-bus, loaded with dlopen
+// (systemd_scope.hpp says why).
+#include "host/systemd_scope.hpp"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "base/file_read.hpp"
+#include "version.hpp"
+#include "host/trusted_path.hpp"
+
+namespace clihost {
+namespace {
+
+// sd-bus's types and functions as <systemd/sd-bus.h> declares them (the
+// objects are opaque; sd_bus_error is three words).
+struct Bus;
+struct Message;
+struct BusError {
+    const char* name;
+    const char* message;
+    int need_free;
+};
+
+struct SdBus {
+    int (*bus_new)(Bus**);
+    int (*set_address)(Bus*, const char*);
+    int (*start)(Bus*);
+    Bus* (*flush_close_unref)(Bus*);
+    int (*new_method_call)(Bus*, Message**, const char*, const char*, const char*, const char*);
+    int (*append)(Message*, const char*, ...);
+    int (*open_container)(Message*, char, const char*);
+    int (*close_container)(Message*);
+    int (*call)(Bus*, Message*, std::uint64_t, BusError*, Message**);
+    Message* (*message_unref)(Message*);
+    void (*error_free)(BusError*);
+};
+
+constexpr const char* kPrivateBus = "unix:path=/run/systemd/private";
+constexpr std::uint64_t kCallMicros = 5'000'000;
+constexpr int kMoveWaitMs = 5000;
+
+template <class Fn>
+bool bind(void* lib, const char* name, Fn& out) {
+    void* sym = ::dlsym(lib, name);
+    out = reinterpret_cast<Fn>(sym);  // POSIX: a dlsym result converts to a function pointer
+    return sym != nullptr;
+}
+
+Result<const SdBus*> load() {
+    static SdBus table{};
+    static bool loaded = false;
+    if (loaded) return &table;
+    // The configured path's target (libsystemd.so.0 is a symlink to the
+    // versioned file), proven root's all the way down, then loaded by that path.
+    char real[PATH_MAX];
+    if (::realpath(CLIHOST_JAIL_LIBSYSTEMD, real) == nullptr)
+        return fail(Exit::host, std::string("systemd runs but ") + CLIHOST_JAIL_LIBSYSTEMD + " is missing: " +
+                                    std::strerror(errno) + " (install libsystemd0)");
+    auto trusted = open_trusted(real, Trust::must_exist);
+    if (!trusted) return trusted.error();
+    void* lib = ::dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+        const char* err = ::dlerror();
+        return fail(Exit::host, std::string("cannot load libsystemd: ") + (err != nullptr ? err : "unknown error"));
+    }
+    SdBus t{};
+    if (!bind(lib, "sd_bus_new", t.bus_new) || !bind(lib, "sd_bus_set_address", t.set_address) ||
+        !bind(lib, "sd_bus_start", t.start) || !bind(lib, "sd_bus_flush_close_unref", t.flush_close_unref) ||
+        !bind(lib, "sd_bus_message_new_method_call", t.new_method_call) ||
+        !bind(lib, "sd_bus_message_append", t.append) ||
+        !bind(lib, "sd_bus_message_open_container", t.open_container) ||
+        !bind(lib, "sd_bus_message_close_container", t.close_container) || !bind(lib, "sd_bus_call", t.call) ||
+        !bind(lib, "sd_bus_message_unref", t.message_unref) || !bind(lib, "sd_bus_error_free", t.error_free))
+        return fail(Exit::host, "libsystemd lacks an sd-bus function the helper calls");
+    table = t;
+    loaded = true;
+    return &table;
+}
+
+// The connection and messages, released on every path.
+struct Held {
+    const SdBus* sd;
+    Bus* bus{nullptr};
+    Message* call{nullptr};
+    Message* reply{nullptr};
+    BusError error{nullptr, nullptr, 0};
+    ~Held() {
+        if (reply != nullptr) sd->message_unref(reply);
+        if (call != nullptr) sd->message_unref(call);
+        if (bus != nullptr) sd->flush_close_unref(bus);
+        sd->error_free(&error);
+    }
+};
+
+Status bus_fail(const std::string& what, int r) {
+    return fail(Exit::host, "cannot start the tenant's systemd scope: " + what + ": " + std::strerror(-r));
+}
+
+int append_property(const SdBus& sd, Message* m, const UnitProperty& p) {
+    int r = sd.open_container(m, 'r', "sv");
+    if (r >= 0) r = sd.append(m, "s", p.name.c_str());
+    const char* sig = "s";
+    switch (p.type) {
+        case UnitProperty::Type::string: sig = "s"; break;
+        case UnitProperty::Type::boolean: sig = "b"; break;
+        case UnitProperty::Type::uint64: sig = "t"; break;
+        case UnitProperty::Type::pids: sig = "au"; break;
+    }
+    if (r >= 0) r = sd.open_container(m, 'v', sig);
+    if (r >= 0) {
+        switch (p.type) {
+            case UnitProperty::Type::string: r = sd.append(m, "s", p.text.c_str()); break;
+            case UnitProperty::Type::boolean: r = sd.append(m, "b", static_cast<int>(p.number != 0)); break;
+            case UnitProperty::Type::uint64: r = sd.append(m, "t", static_cast<std::uint64_t>(p.number)); break;
+            case UnitProperty::Type::pids:
+                r = sd.append(m, "au", 1u, static_cast<std::uint32_t>(p.number));
+                break;
+        }
+    }
+    if (r >= 0) r = sd.close_container(m);
+    if (r >= 0) r = sd.close_container(m);
+    return r;
+}
+
+// This process's cgroup in systemd's own hierarchy: the v1
+// name=systemd line where there is one (legacy and hybrid layouts), else
+// the unified "0::" line (cgroup v2; in a legacy layout systemd leaves that
+// one alone).
+std::string systemd_cgroup() {
+    auto text = read_bounded("/proc/self/cgroup", 1 << 16);
+    if (!text) return "";
+    const std::string& t = text.value();
+    std::optional<std::string> named, unified;
+    std::size_t pos = 0;
+    while (pos < t.size()) {
+        auto nl = t.find('\n', pos);
+        if (nl == std::string::npos) nl = t.size();
+        const std::string line = t.substr(pos, nl - pos);
+        pos = nl + 1;
+        const auto a = line.find(':');
+        const auto b = a == std::string::npos ? a : line.find(':', a + 1);
+        if (b == std::string::npos) continue;
+        const std::string controllers = line.substr(a + 1, b - a - 1);
+        if (controllers == "name=systemd") named = line.substr(b + 1);
+        if (controllers.empty()) unified = line.substr(b + 1);
+    }
+    if (named) return *named;
+    return unified.value_or("");
+}
+
+}  // namespace
+
+bool systemd_booted() {
+    struct stat st{};
+    return ::lstat("/run/systemd/system", &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Status enter_tenant_scope(uid_t uid, const std::vector<UnitProperty>& props) {
+    auto sd = load();
+    if (!sd) return sd.error();
+    Held h{sd.value()};
+    const SdBus& s = *sd.value();
+    int r = s.bus_new(&h.bus);
+    if (r < 0) return bus_fail("sd_bus_new", r);
+    if ((r = s.set_address(h.bus, kPrivateBus)) < 0) return bus_fail("sd_bus_set_address", r);
+    if ((r = s.start(h.bus)) < 0) return bus_fail("cannot connect to /run/systemd/private", r);
+    r = s.new_method_call(h.bus, &h.call, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                          "org.freedesktop.systemd1.Manager", "StartTransientUnit");
+    if (r < 0) return bus_fail("sd_bus_message_new_method_call", r);
+    const std::string name = tenant_scope_name(uid);
+    if ((r = s.append(h.call, "ss", name.c_str(), "fail")) < 0) return bus_fail("the unit's name", r);
+    if ((r = s.open_container(h.call, 'a', "(sv)")) < 0) return bus_fail("the properties", r);
+    for (const auto& p : props)
+        if ((r = append_property(s, h.call, p)) < 0) return bus_fail("the property " + p.name, r);
+    if ((r = s.close_container(h.call)) < 0) return bus_fail("the properties", r);
+    if ((r = s.append(h.call, "a(sa(sv))", 0u)) < 0) return bus_fail("the auxiliary units", r);
+    if ((r = s.call(h.bus, h.call, kCallMicros, &h.error, &h.reply)) < 0) {
+        const std::string why = h.error.message != nullptr ? h.error.message : std::strerror(-r);
+        return fail(Exit::host, "systemd refused the tenant's scope " + name + ": " + why);
+    }
+    // The start job moves this process; wait for it (a deadline, not forever).
+    std::string want(1, '/');
+    want.append(tenant_scope_cgroup(uid));
+    std::string now;
+    for (int waited = 0; waited < kMoveWaitMs; waited += 10) {
+        if ((now = systemd_cgroup()) == want) return ok_status();
+        timespec ts{0, 10'000'000};
+        ::nanosleep(&ts, nullptr);
+    }
+    return fail(Exit::host, "systemd did not move the supervisor into " + name + " within 5 s (it is in " +
+                                (now.empty() ? "no cgroup of systemd's" : now) + ")");
+}
+
+}  // namespace clihost

@@ -1,0 +1,33 @@
+// systemd_scope.hpp: the tenant's transient scope, asked of systemd where it
+// is PID 1 (decide/systemd_scope.hpp has the unit; this sends it). Root only.
+//
+// libsystemd is loaded with dlopen, from the absolute path the build
+// configured (CLIHOST_JAIL_LIBSYSTEMD), only when systemd runs: a host or
+// container without systemd never maps it, a build needs neither its
+// headers nor the library (the prototypes are declared here, the sd-bus ABI
+// being stable), and nothing the caller sets (LD_LIBRARY_PATH is gone
+// anyway, PATH is not read) chooses the file. The library and the
+// directories above it must be root's (open_trusted). It talks to systemd's
+// private socket /run/systemd/private (root only, no dbus-daemon needed),
+// as systemctl does as root.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "decide/systemd_scope.hpp"
+
+namespace clihost {
+
+// systemd is PID 1 here: /run/systemd/system is a directory (sd_booted()'s test).
+bool systemd_booted();
+
+// StartTransientUnit(tenant_scope_name(uid), "fail", props), then waits
+// (5 s at most) until /proc/self/cgroup shows this process in the scope's
+// cgroup in systemd's own hierarchy. Any failure is Exit::host, one line.
+Status enter_tenant_scope(uid_t uid, const std::vector<UnitProperty>& props);
+
+}  // namespace clihost

@@ -1,0 +1,138 @@
+#!/bin/bash
+# Runs inside the booted container (systemd 252 as PID 1), as root. Prints
+# one "PASS name" or "FAIL name: why" line per check; exits 1 if one failed.
+# The stand-in proxy (ctj-proxy.service, User=clihost) runs the helper on a
+# pseudo-terminal the way ttyd does for a connection.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+HELPER=/usr/libexec/clihost-jail/clihost-jail
+L=/usr/local/lib/ctj-sd
+T=ctj-sdt
+TUID=$(id -u $T)
+SCOPE=clihost-jail-$TUID.scope
+CG=/clihost.slice/clihost-jail.slice/$SCOPE  # systemd nests a-b.slice in a.slice
+R=/run/ctj-sd
+failed=0
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; failed=1; }
+check() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "expected '$3', got '$2'"; fi; }
+wait_for() {  # wait_for SECONDS COMMAND...: true once COMMAND succeeds
+  local end=$((SECONDS + $1)); shift
+  until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.1; done
+}
+supervisor() { $HELPER list --json 2>/dev/null | sed -n "s/.*\"tenant\": \"$T\".*\"supervisor\": \([0-9]*\).*/\1/p"; }
+has_session() { $HELPER list --json 2>/dev/null | grep "\"tenant\": \"$T\"" | grep -q '"sessions": \[[^]]*"main"'; }
+alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+dead() { ! alive "$1"; }
+cg_line() { sed -n "s/^[0-9]*:$2:\(.*\)/\1/p" "/proc/$1/cgroup"; }
+
+echo "== $(systemctl --version | head -1); is-system-running: $(systemctl is-system-running)"
+install -d -m 0755 -o clihost -g clihost $R
+
+# 1. A connection through the proxy starts the session jail; the supervisor
+#    is in the tenant's scope (systemd's hierarchy) and its own leaf.
+systemctl start ctj-proxy.service
+if ! wait_for 20 has_session; then
+  fail "session jail started through the proxy" "not listed within 20 s: $($HELPER list 2>&1)"
+  tr -cd '[:print:]\n' < $R/conn.log | tail -3 | sed 's/^/   connection: /'
+  journalctl -q --no-pager -b | grep -E 'clihost|scope' | grep -v action=list | tail -15 | sed 's/^/   journal: /'
+  exit 1
+fi
+SUP=$(supervisor)
+alive "$SUP" && pass "session jail started through the proxy (supervisor $SUP)"
+check "supervisor in the scope (name=systemd)" "$(cg_line "$SUP" name=systemd)" "$CG"
+check "supervisor in its own leaf (memory)" "$(cg_line "$SUP" memory)" "$CG/supervisor"
+check "scope is active, delegated, in clihost-jail.slice" \
+  "$(for p in ActiveState Delegate Slice; do systemctl show -P $p $SCOPE; done | tr '\n' ' ')" "active yes clihost-jail.slice "
+# Typed once tmux has drawn (the stand-in types a second after the file appears).
+wait_for 10 grep -qa 'ctj-sdt@' $R/conn.log || fail "the connection shows the tenant's prompt" "$(tr -cd '[:print:]' < $R/conn.log | tail -c 200)"
+echo 'echo BEFORE_$((6*7))' > $R/type; printf '\r' >> $R/type
+wait_for 10 grep -q BEFORE_42 $R/conn.log && pass "typed into the session before the restart" \
+  || fail "typed into the session before the restart" "no BEFORE_42 in the connection's output"
+FRONT=$(systemctl show -P MainPID ctj-proxy.service)
+CONTROL=$(cat $R/control.pid 2>/dev/null)
+alive "$CONTROL" || fail "control process started by the service" "pid '$CONTROL' not running"
+
+# 2. systemctl restart of the proxy's service: connections end, the session
+#    jail stays; a new connection reattaches to the same screen.
+systemctl restart ctj-proxy.service
+wait_for 5 dead "$CONTROL" && pass "positive control: a process the service started without the helper died on restart" \
+  || fail "positive control" "process $CONTROL survived the restart (KillMode?)"
+dead "$FRONT" && pass "the old connection ended" || fail "the old connection ended" "front $FRONT alive"
+alive "$SUP" && pass "supervisor survived the restart" || fail "supervisor survived the restart" "pid $SUP gone"
+wait_for 10 has_session && check "same session jail after the restart" "$(supervisor)" "$SUP" \
+  || fail "same session jail after the restart" "not listed: $($HELPER list 2>&1)"
+wait_for 15 grep -q BEFORE_42 $R/conn.log && pass "a new connection reattached (BEFORE_42 on its screen)" \
+  || fail "a new connection reattached" "no BEFORE_42 in the new connection's output: $(tr -cd '[:print:]' < $R/conn.log | tail -c 300)"
+
+# 3. The scope's limits: read back by systemctl show, and the jails' leaf's.
+check "systemctl show TasksMax (tasks_max 40 + supervisor's 64)" "$(systemctl show -P TasksMax $SCOPE)" 104
+check "systemctl show MemoryMax (memory_max 96M + supervisor's 64M)" "$(systemctl show -P MemoryMax $SCOPE)" $(((96 + 64) << 20))
+check "jails leaf pids.max" "$(cat /sys/fs/cgroup/pids$CG/jails/pids.max)" 40
+check "jails leaf memory.limit_in_bytes" "$(cat /sys/fs/cgroup/memory$CG/jails/memory.limit_in_bytes)" $((96 << 20))
+
+out=$($HELPER check --user $T 2>&1)
+echo "$out" | grep -q "^cgroups: .*systemd: each tenant's supervisor in a transient scope" \
+  && echo "$out" | grep -q "^tenant cgroup: $CG: applied .*jails/pids.max 40" \
+  && pass "check names the scope and the applied limits" \
+  || fail "check names the scope and the applied limits" "$(echo "$out" | grep -E '^(cgroups|tenant cgroup):')"
+
+# 4. tasks_max enforced: a fork loop in a jail of the tenant stops at 40 tasks.
+runuser -u clihost -- $L/ptydrive $R/fork.log $R/none $HELPER run --user $T --session fl -- $L/forkloop 200 4 &
+wait_for 20 grep -qs 'forkloop: ' $R/fork.log
+sleep 0.5
+check "fork loop: the jails hold tasks_max tasks" "$(cat /sys/fs/cgroup/pids$CG/jails/pids.current)" 40
+wait
+grep -q 'forkloop: refused after' $R/fork.log && pass "fork loop: a fork was refused" \
+  || fail "fork loop: a fork was refused" "$(tr -cd '[:print:]\n' < $R/fork.log | tail -3)"
+#    The tenant's fork meets RLIMIT_NPROC (also tasks_max, per uid) as soon
+#    as the leaf's pids.max; a root process (which RLIMIT_NPROC does not
+#    bound) in the same leaf shows the delegated leaf's own limit holds.
+sh -c "echo \$\$ > /sys/fs/cgroup/pids$CG/jails/cgroup.procs && exec $L/forkloop 200 2" > $R/rootfork.log &
+sleep 1
+check "fork loop as root in the jails leaf: held at pids.max" "$(cat /sys/fs/cgroup/pids$CG/jails/pids.current)" 40
+wait
+events=$(sed -n 's/^max //p' /sys/fs/cgroup/pids$CG/jails/pids.events)
+if grep -q 'forkloop: refused after' $R/rootfork.log && [ "${events:-0}" -gt 0 ]; then
+  pass "fork loop as root: refused by the pids cgroup (pids.events max $events)"
+else
+  fail "fork loop as root: refused by the pids cgroup" "pids.events max '${events}', $(cat $R/rootfork.log)"
+fi
+
+# 5. memory_max enforced: an allocation past it is OOM-killed, the supervisor lives.
+runuser -u clihost -- $L/ptydrive $R/mem.log $R/none $HELPER run --user $T --session mh -- $L/memhog 300
+rc=$?
+oom=$(sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory$CG/jails/memory.oom_control)
+if ! grep -q 'memhog: survived' $R/mem.log && [ "${oom:-0}" -gt 0 ]; then
+  pass "memory_max: memhog OOM-killed in the jails leaf (exit $rc, oom_kill $oom)"
+else
+  fail "memory_max: memhog OOM-killed" "exit $rc, oom_kill '$oom', $(tr -cd '[:print:]\n' < $R/mem.log | tail -2)"
+fi
+alive "$SUP" && check "supervisor lives after the OOM kill" "$(supervisor)" "$SUP" \
+  || fail "supervisor lives after the OOM kill" "pid $SUP gone"
+has_session && pass "session jail still listed after the OOM kill" || fail "session jail after the OOM kill" "not listed"
+
+# 6. Fail closed: a scope systemd refuses (its name taken) refuses the start
+#    with one line, exit 3, and no session jail (control: the tenant above).
+systemd-run --scope --quiet --unit=clihost-jail-$(id -u ctj-sdu).scope sleep 600 &
+wait_for 5 systemctl is-active -q clihost-jail-$(id -u ctj-sdu).scope
+runuser -u clihost -- $L/ptydrive $R/taken.log $R/none $HELPER run --user ctj-sdu --session main
+rc=$?
+line=$(tr -d '\r' < $R/taken.log | grep '^clihost-jail: ')
+if [ $rc = 3 ] && [ "$(tr -d '\r' < $R/taken.log | grep -c .)" = 1 ] \
+   && echo "$line" | grep -q "systemd refused the tenant's scope clihost-jail-$(id -u ctj-sdu).scope: .*already"; then
+  pass "a scope systemd refuses fails the start closed (exit 3, one line)"
+else
+  fail "a scope systemd refuses fails the start closed" "exit $rc: $(tr -cd '[:print:]\n' < $R/taken.log)"
+fi
+$HELPER list 2>/dev/null | grep -q 'tenant=ctj-sdu' && fail "no session jail for the refused tenant" "listed"
+systemctl stop clihost-jail-$(id -u ctj-sdu).scope
+
+# 6. stop ends the tenant; systemd collects the scope.
+systemctl stop ctj-proxy.service
+$HELPER stop --user $T >/dev/null 2>&1 || fail "stop" "exit $?"
+gone() { ! systemctl is-active -q $SCOPE && [ ! -d /sys/fs/cgroup/memory$CG ]; }
+wait_for 10 gone && pass "stop: the scope is gone" \
+  || fail "stop: the scope is gone" "$(systemctl show -P ActiveState $SCOPE); $(ls /sys/fs/cgroup/memory$CG 2>&1 | head -3)"
+echo "== audit: $(journalctl -q --no-pager -t clihost-jail | grep -c .) lines"
+journalctl -q --no-pager -t clihost-jail | grep -E 'fail|warn|session jail' | tail -8 | sed 's/^/   /'
+exit $failed

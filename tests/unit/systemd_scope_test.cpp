@@ -1,0 +1,56 @@
+// The tenant's transient scope where systemd is PID 1: its name, its cgroup
+// and the properties StartTransientUnit gets from [limits].
+#include <gtest/gtest.h>
+
+#include "decide/systemd_scope.hpp"
+
+using namespace clihost;
+
+namespace {
+constexpr std::uint64_t M = std::uint64_t{1} << 20;
+
+const UnitProperty* find(const std::vector<UnitProperty>& props, const std::string& name) {
+    for (const auto& p : props)
+        if (p.name == name) return &p;
+    return nullptr;
+}
+}  // namespace
+
+TEST(SystemdScope, NameAndCgroupAreTheTenantsInTheSlice) {
+    EXPECT_EQ(tenant_scope_name(1001), "clihost-jail-1001.scope");
+    EXPECT_EQ(tenant_scope_cgroup(1001), "clihost.slice/clihost-jail.slice/clihost-jail-1001.scope");
+    // systemd's nesting of dashed slice names.
+    EXPECT_EQ(slice_cgroup("system.slice"), "system.slice");
+    EXPECT_EQ(slice_cgroup("a-b-c.slice"), "a.slice/a-b.slice/a-b-c.slice");
+}
+
+TEST(SystemdScope, PropertiesPlaceThePidDelegatedInTheSlice) {
+    const ResolvedLimits r{512 * M, std::nullopt, 0, 100, 250};
+    const auto props = scope_properties(r, 4242, 1001);
+    using T = UnitProperty::Type;
+    ASSERT_NE(find(props, "PIDs"), nullptr);
+    EXPECT_EQ(*find(props, "PIDs"), (UnitProperty{"PIDs", T::pids, "", 4242}));
+    EXPECT_EQ(*find(props, "Slice"), (UnitProperty{"Slice", T::string, "clihost-jail.slice", 0}));
+    EXPECT_EQ(*find(props, "Delegate"), (UnitProperty{"Delegate", T::boolean, "", 1}));
+    EXPECT_EQ(*find(props, "CollectMode"), (UnitProperty{"CollectMode", T::string, "inactive-or-failed", 0}));
+    EXPECT_EQ(*find(props, "CPUWeight"), (UnitProperty{"CPUWeight", T::uint64, "", 250}));
+    // Each name once: systemd refuses a property given twice.
+    for (const auto& p : props) EXPECT_EQ(&p, find(props, p.name)) << p.name;
+}
+
+TEST(SystemdScope, TheScopesBudgetIsTheJailsLimitPlusTheSupervisorsAllowance) {
+    const ResolvedLimits r{512 * M, std::nullopt, 0, 100, 100};
+    const auto props = scope_properties(r, 1, 1001);
+    EXPECT_EQ(find(props, "TasksMax")->number, 100 + kSupervisorTasks);
+    EXPECT_EQ(find(props, "MemoryMax")->number, 512 * M + kSupervisorMemory);
+    EXPECT_EQ(find(props, "TasksMax")->type, UnitProperty::Type::uint64);
+}
+
+TEST(SystemdScope, NoLimitIsInfinityAndNothingWrapsAround) {
+    const ResolvedLimits none{std::nullopt, std::nullopt, std::nullopt, std::nullopt, 100};
+    EXPECT_EQ(scope_tasks_max(none), kUnitInfinity);
+    EXPECT_EQ(scope_memory_max(none), kUnitInfinity);
+    const ResolvedLimits huge{UINT64_MAX - 1, std::nullopt, std::nullopt, 4194304, 100};
+    EXPECT_EQ(scope_memory_max(huge), kUnitInfinity);
+    EXPECT_EQ(scope_tasks_max(huge), 4194304 + kSupervisorTasks);
+}
