@@ -151,15 +151,19 @@ Result<Reply> parse_reply(std::string_view msg) {
 }
 
 bool relayable_signal(int sig) {
-    return sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT;
+    return sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT || sig == SIGINT || sig == SIGQUIT;
 }
 
-std::string format_relay(const Relay& r) { return r.hangup ? "hup" : "sig " + std::to_string(r.signal); }
+std::string format_relay(const Relay& r) {
+    if (r.hangup) return r.signal == SIGTERM ? "term" : "hup";
+    return "sig " + std::to_string(r.signal);
+}
 
 Result<Relay> parse_relay(std::string_view msg) {
     Relay r;
-    if (msg == "hup") {
+    if (msg == "hup" || msg == "term") {
         r.hangup = true;
+        r.signal = msg == "hup" ? SIGHUP : SIGTERM;
         return r;
     }
     if (msg.substr(0, 4) == "sig " && number(msg.substr(4), r.signal) && relayable_signal(r.signal)) return r;

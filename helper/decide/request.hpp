@@ -6,7 +6,8 @@
 // front -> supervisor, first message (with the jail's stdio as SCM_RIGHTS):
 //   "clihost-jail-request VERSION" NUL fields... (see format_request)
 // front -> supervisor, afterwards: "sig N" (a signal to relay to the jail's
-//   process group: WINCH, TSTP, CONT) or "hup" (end the jail).
+//   process group: WINCH, TSTP, CONT, and a one-off's INT, QUIT) or "hup" /
+//   "term" (end the jail with SIGHUP / SIGTERM).
 // supervisor -> front: "ok" (the jail started), "exit N" (its status),
 //   "retry" (the session jail is ending: attach to a new one), or
 //   "fail CODE MESSAGE" (refused; CODE is an exit code 1-4).
@@ -67,7 +68,7 @@ Result<Reply> parse_reply(std::string_view msg);
 // A front's message after the request.
 struct Relay {
     bool hangup{false};
-    int signal{0};  // when !hangup: one of relayable_signal()
+    int signal{0};  // hangup: SIGHUP or SIGTERM; else one of relayable_signal()
 };
 bool relayable_signal(int sig);
 std::string format_relay(const Relay& r);

@@ -22,8 +22,9 @@
 namespace clihost {
 namespace {
 
-// How long the supervisor may take to say a jail started.
-constexpr int kStartSeconds = 10;
+// How long the supervisor may take to say a jail started (a session jail's
+// start, up to 10 s, then an isolated jail's network, up to 10 s).
+constexpr int kStartSeconds = 25;
 // How long, after a hang-up, until the front gives up waiting for the status.
 constexpr int kHangupSeconds = 5;
 
@@ -84,8 +85,9 @@ Status send_request(int sock, const HandoverRequest& req) {
 }
 
 // The signals a front relays (and so never obeys itself): the terminal's
-// (WINCH, TSTP, CONT) to the jail's process group; HUP and TERM
-// (ttyd's hang-up) end the jail.
+// (WINCH, TSTP, CONT; a one-off's INT, QUIT) to the jail's process group;
+// HUP and TERM (ttyd's hang-up, a caller's kill) end the jail with the same
+// signal.
 sigset_t front_signals() {
     sigset_t set;
     sigemptyset(&set);
@@ -95,19 +97,25 @@ sigset_t front_signals() {
 
 }  // namespace
 
-Result<Handover> hand_over(const SupervisorRecord& rec, const HandoverRequest& req) {
+Status hold_front_signals() {
     const sigset_t set = front_signals();
     if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
     for (int sig : {SIGTTOU, SIGTTIN})
         if (::signal(sig, SIG_IGN) == SIG_ERR) return fail(Exit::internal, "cannot ignore terminal stop signals");
+    return ok_status();
+}
+
+Result<Handover> hand_over(const SupervisorRecord& rec, const HandoverRequest& req) {
+    if (auto st = hold_front_signals(); !st) return st.error();
+    const sigset_t set = front_signals();
     const UniqueFd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!sigfd.valid()) return fail(Exit::internal, "signalfd failed");
     bool ending = false;
     auto sock = connect_endpoint(rec, ending);
-    // A live record whose endpoint is gone or refuses: that supervisor is
-    // ending (it closes its endpoint first). The caller waits for its end
+    // A record whose endpoint is gone or refuses: that supervisor is ending
+    // or has ended (it closes its endpoint first). The caller waits for its end
     // and starts a new one (a typed outcome, as for a "retry" reply).
-    if (!sock && ending && record_is_live(rec)) return Handover{Handover::Kind::retry, 0};
+    if (!sock && ending) return Handover{Handover::Kind::retry, 0};
     if (!sock) return sock.error();
     HandoverRequest sent = req;
     // The fault-injection build stands in for a front of another protocol.
@@ -132,9 +140,11 @@ Result<Handover> hand_over(const SupervisorRecord& rec, const HandoverRequest& r
             signalfd_siginfo si{};
             while (::read(sigfd.get(), &si, sizeof si) == sizeof si) {
                 const int sig = static_cast<int>(si.ssi_signo);
-                // INT and QUIT are not relayed (an attach's terminal is raw
-                // while its client runs): the front only does not die of them.
-                if (sig == SIGINT || sig == SIGQUIT) continue;
+                // INT and QUIT go to a one-off's process group (^C, ^\\ on
+                // its cooked terminal, or a caller's kill); an attach's
+                // terminal is raw while its client runs: the front only
+                // does not die of them.
+                if ((sig == SIGINT || sig == SIGQUIT) && req.kind == HandoverKind::attach) continue;
                 const Relay relay{sig == SIGHUP || sig == SIGTERM, sig};
                 const std::string msg = format_relay(relay);
                 (void)::send(sock.value().get(), msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);

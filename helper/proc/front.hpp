@@ -12,11 +12,17 @@ namespace clihost {
 
 // What a handover came to: the jail ran and ended with `status`, or the
 // supervisor's session jail was ending as the request arrived (retry: wait
-// for that supervisor to end, then start a new one, once).
+// for that supervisor to end, then hand over again, once).
 struct Handover {
     enum class Kind { done, retry } kind{Kind::done};
     int status{0};
 };
+
+// Blocks the signals a front relays (and ignores TTOU/TTIN) from before a
+// supervisor's start: one that arrives meanwhile stays pending and is
+// relayed once the jail runs (a caller's SIGTERM during the start ends the
+// jail with SIGTERM, and the front exits 143).
+Status hold_front_signals();
 
 // Verifies that the endpoint of record `rec` is its supervisor's (a socket,
 // root's, in the runtime directory, not a symlink; the peer root with the

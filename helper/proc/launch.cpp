@@ -1,6 +1,6 @@
 // launch.cpp: fork/exec/wait. Linear on purpose: every step checked.
-// Size: it still serves every kind of jail through one watcher; the owner
-// model (one spawn path, the supervisor as the one waiting parent) splits it.
+// Size: it still serves every kind of jail through one watcher (watch_jail);
+// the typed jail description (issue 22, item 7) is to split it.
 #include "proc/launch.hpp"
 
 #include <fcntl.h>
@@ -590,8 +590,8 @@ int watch_jail(const Plan& plan, int ready_fd, int net_fd) {
 // so that the parent's death reads as end of file on ours.
 // `join_netns`: an attach jail's network namespace (the tenant's empty
 // one), joined while still root, before the drop; -1 for none.
-pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, int join_netns = -1,
-                   const Rlimits* limits = nullptr, const JailPlacement* place = nullptr) {
+pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, const Rlimits* limits = nullptr,
+                   const JailPlacement* place = nullptr) {
     const pid_t self = ::getpid();
     const pid_t child = fault::fail("fork") ? -1 : ::fork();
     if (child == 0) {
@@ -601,12 +601,6 @@ pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, 
             report_tenant_failure(fail(Exit::internal, "cannot set the tenant's limits"));
             ::_exit(static_cast<int>(Exit::internal));
         }
-        if (join_netns >= 0 && (fault::fail("setns") || ::setns(join_netns, CLONE_NEWNET) != 0)) {
-            report_tenant_failure(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") +
-                                                           std::strerror(errno)));
-            ::_exit(static_cast<int>(Exit::internal));
-        }
-        if (join_netns >= 0) ::close(join_netns);
         // The tenant's cgroup (its jails leaf) and RLIMIT_NPROC = tasks_max,
         // after pam_limits' and before anything of the jail runs: everything
         // the watcher starts is in it.
@@ -619,14 +613,6 @@ pid_t fork_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end, 
         run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, ready_fd, net_fd); });
     }
     return child;
-}
-
-// A waiting root process must not be stopped by writing to a terminal whose
-// foreground the jail took (TOSTOP), nor by the terminal's stop keys.
-Status ignore_terminal_stops() {
-    for (int sig : {SIGTTOU, SIGTTIN, SIGTSTP})
-        if (::signal(sig, SIG_IGN) == SIG_ERR) return fail(Exit::internal, "cannot ignore terminal stop signals");
-    return ok_status();
 }
 
 }  // namespace
@@ -793,15 +779,16 @@ int supervise(pid_t child) {
             while (::waitpid(-1, &status, 0) > 0 || errno == EINTR) {}
             break;
         }
-        // TERM/HUP/INT/QUIT (including our own parent-death SIGHUP): pass it
+        // TERM/HUP (including our own parent-death SIGHUP): pass it
         // on, and wake the child should something have stopped it; bwrap
         // dies, and --die-with-parent takes the whole jail with it (what it
         // leaves behind comes to us and is SIGKILLed above).
-        // WINCH/TSTP/CONT, relayed by a front through the
-        // supervisor: to the jail's process group (the tmux client re-reads
-        // its terminal's size; a one-off command gets its ^C, ^\\, ^Z), as
-        // the terminal would send them to its foreground group.
-        if (sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT) {
+        // WINCH/TSTP/CONT (and a one-off's INT, QUIT), relayed by a front
+        // through the supervisor: to the jail's process group (the tmux
+        // client re-reads its terminal's size; a one-off command gets its
+        // ^C, ^\\, ^Z), as the terminal would send them to its foreground
+        // group. A command that ignores its ^C keeps running.
+        if (sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT || sig == SIGINT || sig == SIGQUIT) {
             if (!reaped) ::kill(-child, sig);
             continue;
         }
@@ -821,64 +808,24 @@ int exit_status_of(int status) {
     return static_cast<int>(Exit::internal);
 }
 
-Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns,
-                           const JailPlacement* place) {
-    auto close_pam = [&] {
-        if (pam == nullptr) return;
-        const auto closed = pam->close();
-        if (!closed) log::refuse("fail", closed.error().message);
-    };
-    auto refused = [&](const Error& e) -> Result<int> {
-        close_pam();
-        return e;
-    };
-    if (plan.net == JailNet::isolated && net == nullptr)
-        return refused(fail(Exit::internal, "an isolated jail needs its network's credentials"));
-    // A plan that makes no namespace of its own runs only in the one it
-    // joins (its argv has no --unshare-net: it would have the host's).
-    if ((plan.net == JailNet::tenant_empty) != (join_netns >= 0))
-        return refused(fail(Exit::internal, "an attach jail joins the tenant's empty network namespace only as planned"));
-    // Block the relayed signals before forking so none is lost between fork
-    // and the wait loop (block_relayed_signals did so already before PAM).
-    if (auto st = block_relayed_signals(); !st) return refused(st.error());
-    if (auto st = ignore_terminal_stops(); !st) return refused(st.error());
-    // Subreaper: should the watcher die first (the tenant may kill its own
-    // processes), what it leaves of the jail comes to us, so the PAM session
-    // is closed only once every process of the jail is gone.
-    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
-        return refused(fail(Exit::internal, "cannot become the jail's subreaper"));
+Result<int> run_network_trial(const Plan& plan, const TenantCreds& net) {
+    if (plan.net != JailNet::isolated || plan.action != JailAction::command)
+        return fail(Exit::internal, "the network trial is an isolated one-off jail");
+    if (auto st = block_relayed_signals(); !st) return st.error();
     int chan[2] = {-1, -1};
-    if (plan.net == JailNet::isolated && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
-        return refused(fail(Exit::internal, "socketpair failed"));
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
+        return fail(Exit::internal, "socketpair failed");
     UniqueFd ours(chan[0]);
-    // The jail takes the terminal's foreground (leave_process_group); the
-    // caller (a shell, say) gets it back afterwards, as a shell's job
-    // control would give it back, or it could no longer read its terminal.
-    const bool had_foreground = ::isatty(0) == 1 && ::tcgetpgrp(0) == ::getpgrp();
-    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0], join_netns, nullptr, place);
+    const pid_t child = fork_watcher(plan, -1, chan[1], chan[0]);
     const int fork_errno = errno;
-    if (chan[1] >= 0) ::close(chan[1]);
-    if (child < 0) return refused(fail(Exit::internal, std::string("fork failed: ") + std::strerror(fork_errno)));
-    // An isolated jail's network, attached while bwrap waits; held (its
-    // exit pipe) until the jail is gone, then SIGKILLed by supervise().
-    Result<UserNet> user_net = UserNet{};
-    if (plan.net == JailNet::isolated) {
-        user_net = attach_user_net(ours.get(), *net, kStartSeconds);
-        ours.reset();
-        if (!user_net && user_net.error().message != kJailEndedEarly) {
-            // Never SIGKILL the watcher here: it holds the write end of
-            // bwrap's --block-fd, and bwrap reads its end of file as the
-            // go-ahead. Our end of the channel is closed: the watcher kills
-            // bwrap itself and ends (send_namespaces).
-            (void)supervise(child);
-            if (had_foreground) (void)::tcsetpgrp(0, ::getpgrp());
-            return refused(user_net.error());
-        }
-        // A jail that ended before its network was attached said why itself.
-    }
+    ::close(chan[1]);
+    if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(fork_errno));
+    auto user_net = attach_user_net(ours.get(), net, kStartSeconds);
+    ours.reset();
+    // The watcher holds bwrap's gate: never SIGKILLed here; with our end of
+    // the channel closed it ends bwrap itself (send_namespaces).
     const int status = supervise(child);
-    if (had_foreground) (void)::tcsetpgrp(0, ::getpgrp());  // SIGTTOU is ignored here
-    close_pam();
+    if (!user_net && user_net.error().message != kJailEndedEarly) return user_net.error();
     return exit_status_of(status);
 }
 
@@ -886,7 +833,7 @@ Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, 
                                     const Rlimits& limits, const JailPlacement* place) {
     if (auto st = block_relayed_signals(); !st) return st.error();
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return fail(Exit::internal, "cannot become the jail's subreaper");
-    const pid_t child = fork_watcher(plan, ready_fd, net_fd, parents_end, -1, &limits, place);
+    const pid_t child = fork_watcher(plan, ready_fd, net_fd, parents_end, &limits, place);
     if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
     return child;
 }
@@ -916,10 +863,12 @@ bool apply_rlimits(const Rlimits& r) {
     return true;
 }
 
-Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int join_netns, const Rlimits& limits,
-                                    const JailPlacement* place) {
-    if (plan.net == JailNet::isolated || plan.action == JailAction::serve)
-        return fail(Exit::internal, "a connection jail has no network of its own and is no session jail");
+Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int join_netns, int net_fd,
+                                    const Rlimits& limits, const JailPlacement* place) {
+    if (plan.action != JailAction::attach && plan.action != JailAction::command)
+        return fail(Exit::internal, "a connection jail is an attach or a one-off jail");
+    if ((plan.net == JailNet::isolated) != (net_fd >= 0))
+        return fail(Exit::internal, "an isolated one-off jail hands its namespaces over, and only it");
     if ((plan.net == JailNet::tenant_empty) != (join_netns >= 0))
         return fail(Exit::internal, "an attach jail joins the tenant's empty network namespace only as planned");
     const pid_t self = ::getpid();
@@ -953,9 +902,12 @@ Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int jo
         }
     }
     ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
-    if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) ::_exit(static_cast<int>(Exit::internal));
+    // An isolated jail's channel to the supervisor (net.hpp) as fd 3.
+    if (net_fd >= 0 && net_fd != 3 && ::dup2(net_fd, 3) != 3) ::_exit(static_cast<int>(Exit::internal));
+    const unsigned first_closed = net_fd >= 0 ? 4U : 3U;
+    if (::syscall(SYS_close_range, first_closed, ~0U, 0U) != 0) ::_exit(static_cast<int>(Exit::internal));
     ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
-    run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, -1, -1); });
+    run_as_tenant(plan.creds, self, SIGHUP, [&] { return watch_jail(plan, -1, net_fd >= 0 ? 3 : -1); });
 }
 
 std::vector<Captured> capture_jails(const std::vector<const Plan*>& plans, std::size_t max, int deadline_ms) {

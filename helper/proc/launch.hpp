@@ -1,7 +1,7 @@
 // launch.hpp: carry out a Plan. Every process that runs a jail becomes the
 // tenant through run_as_tenant (privdrop.hpp) and execs bwrap by absolute
-// path; a root process that waits on one (the one-off jail's parent, the
-// session jail's supervisor) relays signals, reaps, and never waits forever.
+// path; the root process that waits on them (the tenant's supervisor, and
+// `check` for its network trial) relays signals, reaps, and never waits forever.
 #pragma once
 
 #include <signal.h>
@@ -41,8 +41,7 @@ bool apply_rlimits(const Rlimits& r);
 // be real directories owned by the tenant; the latter ends up mode 0700.
 Status prepare_socket_dir(const std::string& home, uid_t uid);
 
-// This process becomes the tenant and execs the jail (client jails, and a
-// one-off jail without PAM). It dies with `expected_parent` (the caller,
+// This process becomes the tenant and execs the jail (client jails: list, kill). It dies with `expected_parent` (the caller,
 // read before any fork). Never returns: a failure is logged and exits.
 [[noreturn]] void exec_jail(const Plan& plan, pid_t expected_parent) noexcept;
 
@@ -64,17 +63,11 @@ sigset_t group_signals();
 // Everything below needs nothing but the plan: who to become, what to
 // exec, with which environment, and which socket directory to make.
 
-// A one-off jail (and the attach jail): fork a watcher that becomes the
-// tenant and starts bwrap, wait in the parent (relaying signals), then close
-// the PAM session. Returns the exit status to hand to our caller. An
-// isolated jail (plan.net) also gets its network, as `net` (net.hpp).
-// `pam` may be null (session = false, and the attach jail). `join_netns`:
-// the namespace a JailNet::tenant_empty plan joins (its watcher, as root,
-// before the drop), -1 for any other plan; a mismatch is refused.
-// `place`: the watcher enters the tenant's cgroup and takes its
-// RLIMIT_NPROC as root, before the drop (null: neither).
-Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds* net, int join_netns = -1,
-                           const JailPlacement* place = nullptr);
+// `check`'s network trial (a tenant process outside the owner, ended before
+// `check` returns): an isolated one-off jail of `plan` with slirp4netns as
+// `net`, its watcher forked and waited for here. No PAM, no cgroup: /bin/true
+// and gone. Returns its exit status.
+Result<int> run_network_trial(const Plan& plan, const TenantCreds& net);
 
 // The session jail's watcher, forked by its supervisor: the tenant makes
 // the tmux socket directory, starts bwrap (in a session of its own) and
@@ -86,17 +79,18 @@ Result<int> run_supervised(const Plan& plan, PamSession* pam, const TenantCreds*
 Result<pid_t> spawn_session_watcher(const Plan& plan, int ready_fd, int net_fd, int parents_end,
                                     const Rlimits& limits, const JailPlacement* place);
 
-// A connection's jail (an attach jail, a one-off jail without a network of
-// its own), started by the tenant's supervisor as its child: `stdio` (the
-// descriptors a front handed over) become the jail's 0, 1, 2; the child
-// takes a session of its own, joins `join_netns` (plan.net ==
-// JailNet::tenant_empty; else -1), takes `limits` (the tenant's), closes
-// every other descriptor, and becomes the jail's watcher (the tenant), which
-// relays WINCH/TSTP/CONT to the jail's process group and ends the
-// jail on HUP/TERM. Its exit status is the jail's. Returns its pid.
+// A connection's jail (an attach jail, a one-off jail), started by the
+// tenant's supervisor as its child: `stdio` (the descriptors a front handed
+// over) become the jail's 0, 1, 2; the child takes a session of its own,
+// joins `join_netns` (plan.net == JailNet::tenant_empty; else -1), takes
+// `limits` (the tenant's), closes every other descriptor but `net_fd` (an
+// isolated one-off's channel to the supervisor, net.hpp; else -1), and
+// becomes the jail's watcher (the tenant), which relays WINCH/TSTP/CONT/INT/
+// QUIT to the jail's process group and ends the jail on HUP/TERM. Its exit
+// status is the jail's. Returns its pid.
 // `place`, as for a session watcher: the jails leaf and RLIMIT_NPROC.
-Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int join_netns, const Rlimits& limits,
-                                    const JailPlacement* place);
+Result<pid_t> spawn_connection_jail(const Plan& plan, const int stdio[3], int join_netns, int net_fd,
+                                    const Rlimits& limits, const JailPlacement* place);
 
 // Waits for `child` with relayed_signals() blocked: relays each signal to
 // it, reaps everything re-parented to us, and SIGKILLs what is left once the

@@ -1,4 +1,6 @@
 // owner.cpp: the supervisor's event loop (owner.hpp).
+// Size: one class, the event loop of every jail of a tenant (accept, handshake,
+// relay, reap, end); its parts read in the order a connection meets them.
 #include "proc/owner.hpp"
 
 #include <fcntl.h>
@@ -29,39 +31,59 @@ struct Conn {
     UniqueFd sock;
     std::time_t deadline{0};  // the handshake's, then the hang-up's grace
     pid_t watcher{-1};
+    HandoverKind kind{HandoverKind::attach};
     bool hung_up{false};
-    std::string who;  // for the audit lines
+    std::string who;      // for the audit lines
+    std::string session;  // likewise
+    UserNet net;          // an isolated one-off's slirp4netns, held while it runs
 };
 
 constexpr int kHandshakeSeconds = 2;
+// How long a supervisor started for a one-off (no session jail) waits for
+// its first connection.
+constexpr int kFirstConnectionSeconds = 5;
 constexpr int kMaxPending = 8;
 constexpr int kMaxConnections = 256;
+
+// A jail's slirp4netns, ended with its jail and reaped before the jail's
+// status goes out: no process of the tenant outlives the jail's reply.
+void end_user_net(UserNet& net) {
+    if (net.pid > 0) {
+        ::kill(net.pid, SIGKILL);
+        int st = 0;
+        while (::waitpid(net.pid, &st, 0) < 0 && errno == EINTR) {}
+    }
+    net = UserNet{};
+}
 
 bool send_reply(int sock, const Reply& r) {
     const std::string msg = format_reply(r);
     const bool sent = ::send(sock, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(msg.size());
-    // What the front sent and we did not read (a relayed signal, a second
-    // hang-up) is drained: a socket closed with unread data resets its
-    // peer, which then never reads this reply.
+    // "ok": the connection goes on, and what the front sent meanwhile (a
+    // signal held from before the jail's start) is still to be read.
+    if (r.kind == ReplyKind::ok) return sent;
+    // A last reply: what the front sent and we did not read (a relayed
+    // signal, a second hang-up) is drained: a socket closed with unread
+    // data resets its peer, which then never reads this reply.
     char buf[256];
     for (int i = 0; i < 64 && ::recv(sock, buf, sizeof buf, MSG_DONTWAIT) > 0; ++i) {}
     return sent;
 }
 
-// The tenant's owner, after its session jail is up.
+// The tenant's owner.
 class Owner {
 public:
-    Owner(const SessionStart& s, const RuntimeDir& dir, std::vector<std::string> pam_env, Rlimits limits,
-          const JailPlacement& place, pid_t session_watcher, UniqueFd listener, bool attach_netns)
-        : s_(s), dir_(dir), pam_env_(std::move(pam_env)), limits_(limits), place_(place), session_(session_watcher),
-          listener_(std::move(listener)), attach_netns_(attach_netns) {}
+    Owner(OwnerContext ctx, SessionJail session, UniqueFd listener)
+        : c_(std::move(ctx)), session_(session.watcher), session_net_(std::move(session.net)),
+          listener_(std::move(listener)), attach_netns_(c_.attach_netns) {
+        end_.session_ran = session_ > 0;
+        if (session_ < 0) idle_until_ = std::time(nullptr) + kFirstConnectionSeconds;
+    }
 
-    bool stopped() const { return stopped_; }
-
-    // The event loop; returns the session jail's wait status.
-    int run(int sigfd) {
+    // The event loop.
+    OwnerEnd run(int sigfd) {
         while (true) {
-            if (session_ < 0 && conns_.empty()) break;
+            if (session_ < 0 && conns_.empty() && (ending_at_ != 0 || std::time(nullptr) >= idle_until_)) break;
             std::vector<pollfd> p;
             p.push_back({sigfd, POLLIN, 0});
             const bool accepting = listener_.valid() && pending() < kMaxPending &&
@@ -69,7 +91,7 @@ public:
             p.push_back({accepting ? listener_.get() : -1, POLLIN, 0});
             for (const auto& c : conns_) p.push_back({c->sock.valid() ? c->sock.get() : -1, POLLIN, 0});
             const int r = ::poll(p.data(), p.size(), timeout_ms());
-            if (r < 0 && errno != EINTR) return -1;
+            if (r < 0 && errno != EINTR) break;
             const std::time_t now = std::time(nullptr);
             if (r > 0 && (p[0].revents & POLLIN) != 0) on_signal(sigfd);
             if (r > 0 && (p[1].revents & POLLIN) != 0) on_accept(now);
@@ -80,9 +102,13 @@ public:
                                         [](const auto& c) { return !c->sock.valid() && c->watcher < 0; }),
                          conns_.end());
         }
+        // No jail left: nothing new is accepted, the record goes.
+        close_endpoint();
         // Whatever is left of the jails (re-parented to us): killed, reaped.
         kill_remaining();
-        return session_status_;
+        end_.stopped = stopped_;
+        end_.session_status = session_status_;
+        return end_;
     }
 
 private:
@@ -94,6 +120,7 @@ private:
 
     int timeout_ms() const {
         std::time_t next = ending_at_;
+        if (session_ < 0 && conns_.empty() && idle_until_ != 0 && (next == 0 || idle_until_ < next)) next = idle_until_;
         for (const auto& c : conns_)
             if (c->deadline != 0 && (next == 0 || c->deadline < next)) next = c->deadline;
         if (next == 0) return -1;
@@ -114,18 +141,29 @@ private:
             int st = 0;
             const pid_t pid = ::waitpid(-1, &st, WNOHANG);
             if (pid <= 0) return;
+            // A slirp4netns that ended first: not to be signalled again.
+            if (pid == session_net_.pid) session_net_.pid = -1;
+            for (auto& c : conns_)
+                if (c->net.pid == pid) c->net.pid = -1;
             if (pid == session_) {
                 session_ = -1;
                 session_status_ = st;
-                end_all("ended");
+                end_user_net(session_net_);
+                session_ended();
                 continue;
             }
             for (auto& c : conns_) {
                 if (c->watcher != pid) continue;
                 c->watcher = -1;
+                end_user_net(c->net);
                 const int code = exit_status_of(st);
                 log::context().caller = c->who;
-                log::audit("exit", "connection jail ended with status " + std::to_string(code));
+                log::context().session = c->session;
+                const bool oneoff = c->kind == HandoverKind::command;
+                log::audit("exit", std::string(oneoff ? "one-off jail" : "attach jail") + " ended with status " +
+                                       std::to_string(code));
+                end_.last_session = c->session;
+                end_.last_status = code;
                 if (c->sock.valid()) {
                     // The session jail was ending as this attach arrived:
                     // a typed outcome, the front attaches to a new one.
@@ -137,9 +175,33 @@ private:
         }
     }
 
-    // The session jail ended (its last tmux session, or `stop`): nothing
-    // new is accepted, every jail is ended, and the record goes, so that
-    // the next connection starts a new supervisor.
+    // The session jail ended (its last tmux session): its attach jails end
+    // with it (their clients have lost their server). One-off jails run on,
+    // and so does this supervisor (a later attach starts a new session
+    // jail); with none, everything ends as for `stop`.
+    void session_ended() {
+        bool oneoffs = false;
+        for (const auto& c : conns_) oneoffs = oneoffs || (c->watcher > 0 && c->kind == HandoverKind::command);
+        if (!oneoffs || ending_at_ != 0) return end_all("ended");
+        for (auto& c : conns_)
+            if (c->watcher > 0 && c->kind == HandoverKind::attach) ::kill(c->watcher, SIGHUP);
+    }
+
+    void close_endpoint() {
+        if (listener_.valid()) {
+            listener_.reset();
+            (void)::unlinkat(dir_fd(), endpoint_name(uid()).c_str(), 0);
+        }
+        if (attach_netns_) c_.dir.remove_attach_netns(uid());
+        attach_netns_ = false;
+        c_.dir.remove_if(uid(), ::getpid());
+    }
+
+    uid_t uid() const { return c_.start.tenant.account.uid; }
+
+    // A stop signal, or the session jail ended with no one-off left:
+    // nothing new is accepted, every jail is ended, and the record goes, so
+    // that the next connection starts a new supervisor.
     void end_all(const char* why) {
         if (ending_at_ == 0) {
             ending_at_ = std::time(nullptr) + 3;
@@ -151,16 +213,10 @@ private:
         // still go to the watchers (no cgroup on this host: they are all).
         if (std::string(why) == "stopped" && !stopped_) {
             stopped_ = true;
-            if (place_.cgroup != nullptr)
-                if (auto st = place_.cgroup->kill_jails(); !st) log::audit("warn", st.error().message);
+            if (c_.place.cgroup != nullptr)
+                if (auto st = c_.place.cgroup->kill_jails(); !st) log::audit("warn", st.error().message);
         }
-        if (listener_.valid()) {
-            listener_.reset();
-            (void)::unlinkat(dir_fd(), endpoint_name(s_.tenant.account.uid).c_str(), 0);
-        }
-        if (attach_netns_) dir_.remove_attach_netns(s_.tenant.account.uid);
-        attach_netns_ = false;
-        dir_.remove_if(s_.tenant.account.uid, ::getpid());
+        close_endpoint();
         if (session_ > 0) ::kill(session_, SIGTERM);
         for (auto& c : conns_) {
             if (c->watcher > 0) ::kill(c->watcher, SIGHUP);
@@ -171,7 +227,7 @@ private:
         }
     }
 
-    int dir_fd() const { return dir_.fd(); }
+    int dir_fd() const { return c_.dir.fd(); }
 
     void on_accept(std::time_t now) {
         UniqueFd sock(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
@@ -189,6 +245,7 @@ private:
         c->sock = std::move(sock);
         c->deadline = now + kHandshakeSeconds;
         conns_.push_back(std::move(c));
+        idle_until_ = 0;  // from now on, the supervisor ends with its last jail
     }
 
     void on_readable(Conn& c, std::time_t now) {
@@ -199,20 +256,24 @@ private:
         auto relay = n > 0 ? parse_relay(std::string_view(buf, static_cast<std::size_t>(n)))
                            : Result<Relay>(Relay{true, 0});
         if (relay && !relay.value().hangup) {
-            ::kill(c.watcher, relay.value().signal);
+            // INT and QUIT are a one-off's (its terminal is in cooked mode);
+            // an attach's terminal is raw, its front never sends them.
+            const int sig = relay.value().signal;
+            if (c.kind == HandoverKind::command || (sig != SIGINT && sig != SIGQUIT)) ::kill(c.watcher, sig);
             return;
         }
-        // Hang-up, the front's end (its death included), or garbage: that
-        // connection's jail ends, and only it. A front that asked keeps
-        // its connection for the jail's status.
+        // Hang-up (SIGHUP, or SIGTERM as the front got it), the front's end
+        // (its death included), or garbage: that connection's jail ends,
+        // and only it. A front that asked keeps its connection for the
+        // jail's status.
         if (!relay || n <= 0) c.sock.reset();
-        hang_up(c, now);
+        hang_up(c, now, relay ? relay.value().signal : SIGHUP);
     }
 
-    void hang_up(Conn& c, std::time_t now) {
+    void hang_up(Conn& c, std::time_t now, int sig) {
         if (c.hung_up || c.watcher < 0) return;
         c.hung_up = true;
-        ::kill(c.watcher, SIGHUP);
+        ::kill(c.watcher, sig == SIGTERM ? SIGTERM : SIGHUP);
         c.deadline = now + 3;
     }
 
@@ -252,7 +313,7 @@ private:
         if (!req) {
             if (req.error().code == Exit::host)
                 return refuse(fail(Exit::host, req.error().message + ": end the session jail with clihost-jail stop --user " +
-                                                   s_.tenant.account.name));
+                                                   c_.start.tenant.account.name));
             return refuse(req.error());
         }
         const HandoverRequest& rq = req.value();
@@ -263,6 +324,8 @@ private:
         ctx.session = rq.session;
         ctx.action = "run";
         c.who = rq.caller;
+        c.session = rq.session;
+        c.kind = rq.kind;
         if (ending_at_ != 0) {
             (void)send_reply(c.sock.get(), Reply{ReplyKind::retry, 0, ""});
             c.sock.reset();
@@ -278,22 +341,57 @@ private:
             if (rq.kind == HandoverKind::attach && (!S_ISCHR(st.st_mode) || ::isatty(fd.get()) != 1))
                 return refuse(fail(Exit::refused, "an attach hands over a terminal"));
         }
-        const UniqueFd netns = rq.kind == HandoverKind::attach ? dir_.open_attach_netns(s_.tenant.account.uid) : UniqueFd();
-        const Request r{rq.kind == HandoverKind::attach ? JailAction::attach : JailAction::command, rq.session,
-                        rq.command, netns.valid()};
-        auto plan = build_plan(s_.policy, s_.tenant, r, s_.probe, rq.extra_env, pam_env_);
+        const bool attach = rq.kind == HandoverKind::attach;
+        // An attach needs the session jail: started now if none runs (a
+        // supervisor a one-off started, or whose session jail ended while a
+        // one-off ran on).
+        if (attach && session_ < 0) {
+            auto started = c_.start_session ? c_.start_session() : Result<SessionJail>(fail(Exit::internal, "no session jail"));
+            if (!started) return refuse(started.error());
+            session_ = started.value().watcher;
+            session_net_ = std::move(started.value().net);
+            end_.session_ran = true;
+            ctx.session = rq.session;
+            log::audit("allow", "session jail started by supervisor " + std::to_string(::getpid()) + ", watcher " +
+                                    std::to_string(session_) + ", " + started.value().about + ", for an attach" +
+                                    started.value().warnings);
+        }
+        const UniqueFd netns = attach ? c_.dir.open_attach_netns(uid()) : UniqueFd();
+        const Request r{attach ? JailAction::attach : JailAction::command, rq.session, rq.command, netns.valid()};
+        auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, rq.extra_env, c_.pam_env);
         if (!plan) return refuse(plan.error());
-        if (plan.value().net == JailNet::isolated)
-            return refuse(fail(Exit::host, "a one-off jail with network = isolated is not served by the supervisor yet"));
+        const bool isolated = plan.value().net == JailNet::isolated;
+        if (isolated && c_.net == nullptr) return refuse(fail(Exit::internal, "an isolated jail needs its network's credentials"));
+        int chan[2] = {-1, -1};
+        if (isolated && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
+            return refuse(fail(Exit::internal, "socketpair failed"));
+        const UniqueFd ours(chan[0]);
+        UniqueFd theirs(chan[1]);
         const int stdio[3] = {fds[0].get(), fds[1].get(), fds[2].get()};
-        auto pid = spawn_connection_jail(plan.value(), stdio, netns.get(), limits_, &place_);
+        auto pid = spawn_connection_jail(plan.value(), stdio, netns.get(), theirs.get(), c_.limits, &c_.place);
         if (!pid) return refuse(pid.error());
+        theirs.reset();  // the watcher's end is the watcher's alone now
         c.watcher = pid.value();
         c.deadline = 0;
-        log::audit("allow", audit_reason(std::string(rq.kind == HandoverKind::attach ? "attach jail" : "one-off jail") +
-                                             " started by supervisor " + std::to_string(::getpid()) + ", watcher " +
-                                             std::to_string(pid.value()) + ", network " +
-                                             std::string(jail_net_name(plan.value().net)),
+        // An isolated one-off's network, attached while its bwrap waits
+        // (bounded): the jail's command never runs without it.
+        std::string slirp;
+        if (isolated) {
+            auto attached = attach_user_net(ours.get(), *c_.net, 10);
+            if (attached) {
+                slirp = " (slirp4netns " + std::to_string(attached.value().pid) + ")";
+                c.net = std::move(attached).value();
+            } else if (attached.error().message != kJailEndedEarly) {
+                // The watcher reads our end's close as no go-ahead and ends
+                // its bwrap; it is reaped as any other.
+                return refuse(attached.error());
+            }
+        }
+        log::audit("allow", audit_reason(std::string(attach ? "attach jail" : "one-off jail") + " started by supervisor " +
+                                             std::to_string(::getpid()) + ", watcher " + std::to_string(pid.value()) +
+                                             ", network " + std::string(jail_net_name(plan.value().net)) +
+                                             (c_.start.policy.pam_session ? ", PAM session open" : ", no PAM session") +
+                                             slirp,
                                          plan.value()));
         (void)send_reply(c.sock.get(), Reply{ReplyKind::ok, 0, ""});
     }
@@ -335,29 +433,24 @@ private:
         }
     }
 
-    const SessionStart& s_;
-    const RuntimeDir& dir_;
-    std::vector<std::string> pam_env_;
-    Rlimits limits_;
-    JailPlacement place_;
+    OwnerContext c_;
     bool stopped_{false};
     pid_t session_;
+    UserNet session_net_;
     int session_status_{-1};
     UniqueFd listener_;
     bool attach_netns_;
     std::time_t ending_at_{0};
+    std::time_t idle_until_{0};
+    OwnerEnd end_;
     std::vector<std::unique_ptr<Conn>> conns_;
 };
 
 }  // namespace
 
-int serve_connections(const SessionStart& s, const RuntimeDir& dir, std::vector<std::string> pam_env,
-                      Rlimits limits, const JailPlacement& place, pid_t session_watcher, UniqueFd listener,
-                      bool attach_netns, int sigfd, bool& stopped) {
-    Owner owner(s, dir, std::move(pam_env), limits, place, session_watcher, std::move(listener), attach_netns);
-    const int status = owner.run(sigfd);
-    stopped = owner.stopped();
-    return status;
+OwnerEnd serve_connections(OwnerContext ctx, SessionJail session, UniqueFd listener, int sigfd) {
+    Owner owner(std::move(ctx), std::move(session), std::move(listener));
+    return owner.run(sigfd);
 }
 
 }  // namespace clihost

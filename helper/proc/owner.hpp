@@ -1,10 +1,13 @@
 // owner.hpp: the supervisor's event loop (docs/ARCHITECTURE.md, "Process
 // model"): one thread, poll over the endpoint, each connection and a
-// signalfd (SIGCHLD, and HUP/INT/QUIT/TERM: stop); non-blocking everywhere.
+// signalfd (SIGCHLD, and HUP/INT/QUIT/TERM: stop); non-blocking everywhere
+// but two bounded waits: a session jail's start (its tmux up) and an
+// isolated one-off's network (slirp4netns up), each at most 10 s.
 #pragma once
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,24 +15,55 @@
 #include "host/cgroup.hpp"
 #include "host/runtime_state.hpp"
 #include "proc/launch.hpp"
+#include "proc/net.hpp"
 #include "proc/session.hpp"
 
 namespace clihost {
 
-// Serves the tenant's connections once its session jail (`session_watcher`)
-// is up: each request (decide/request.hpp) from a root peer, with its three
-// descriptors checked, starts a connection jail (spawn_connection_jail) with
-// `limits` and PAM's environment; its status goes back to its front. A
-// hang-up or the front's end ends that jail (SIGHUP, SIGKILL after 3 s). A
-// handshake has 2 s; at most 8 are pending. When the session jail ends or
-// a stop signal arrives: the endpoint, record and attach namespace go,
-// every jail is ended (SIGKILL after 3 s), everything re-parented to us is
-// killed and reaped. Returns the session jail's wait status.
-// `place`: each jail's watcher enters the tenant's jails leaf with
-// RLIMIT_NPROC = tasks_max; a stop signal kills that leaf (every process of
-// every jail, whatever it did) and sets `stopped`.
-int serve_connections(const SessionStart& s, const RuntimeDir& dir, std::vector<std::string> pam_env,
-                      Rlimits limits, const JailPlacement& place, pid_t session_watcher, UniqueFd listener,
-                      bool attach_netns, int sigfd, bool& stopped);
+// A running session jail: its watcher, and its slirp4netns (network =
+// isolated; held until the jail ends).
+struct SessionJail {
+    pid_t watcher{-1};
+    UserNet net;
+    std::string about;     // for the audit line: "/proc X, network Y"
+    std::string warnings;  // the plan's warnings, as audit_reason appends them
+};
+
+// What the supervisor holds for every jail it starts (all of them the
+// tenant's: PAM's environment and limits, the cgroup, the network).
+struct OwnerContext {
+    const SessionStart& start;
+    const RuntimeDir& dir;
+    std::vector<std::string> pam_env;
+    Rlimits limits;          // the tenant's, as pam_limits set them
+    JailPlacement place;     // the jails leaf, RLIMIT_NPROC = tasks_max
+    const TenantCreds* net;  // slirp4netns's credentials (network = isolated), else null
+    bool attach_netns;       // the tenant's empty namespace for attach jails exists
+    // Starts the session jail (its tmux up) for an attach that finds none.
+    std::function<Result<SessionJail>()> start_session;
+};
+
+// How the loop ended, for the supervisor's last audit line.
+struct OwnerEnd {
+    int session_status{-1};  // the last session jail's wait status (-1: none ran)
+    bool stopped{false};     // `stop` (a stop signal)
+    bool session_ran{false};
+    std::string last_session;  // the last jail's session name and status
+    int last_status{0};
+};
+
+// Serves the tenant's connections: each request (decide/request.hpp) from
+// a root peer, with its three descriptors checked, starts a connection jail
+// (spawn_connection_jail) with the tenant's limits and PAM's environment;
+// its status goes back to its front. An attach that finds no session jail
+// starts one first. A hang-up or the front's end ends that jail (SIGHUP or
+// SIGTERM, SIGKILL after 3 s). A handshake has 2 s; at most 8 are pending.
+// When the session jail ends, its attach jails end with it; the loop goes
+// on while any jail (a one-off) remains. With no jail left (or none within
+// 5 s of a start without a session jail), or on a stop signal: the
+// endpoint, record and attach namespace go, every jail is ended (SIGKILL
+// after 3 s; `stop` kills the jails leaf), everything re-parented to us is
+// killed and reaped, and this returns.
+OwnerEnd serve_connections(OwnerContext ctx, SessionJail session, UniqueFd listener, int sigfd);
 
 }  // namespace clihost

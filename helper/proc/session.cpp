@@ -104,6 +104,9 @@ Rlimits baseline_rlimits() {
 Status clean_state(int keep_fd) {
     if (::setresgid(0, 0, 0) != 0 || ::setgroups(0, nullptr) != 0 || ::setresuid(0, 0, 0) != 0)
         return fail(Exit::internal, "cannot become root through and through");
+    // A change of ids resets the dumpable flag to fs.suid_dumpable (2 dumps
+    // root's memory, PAM's data with it, through a core pipe): off again.
+    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return fail(Exit::internal, "cannot make the supervisor undumpable");
     if (::chdir("/") != 0) return fail(Exit::internal, "cannot change directory to /");
     ::umask(022);
     if (!detach_stdio() || ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) != 0)
@@ -124,6 +127,10 @@ Status clean_state(int keep_fd) {
     struct sigaction ign {};
     ign.sa_handler = SIG_IGN;
     if (::sigaction(SIGPIPE, &ign, nullptr) != 0) return fail(Exit::internal, "cannot ignore SIGPIPE");
+    // A caller's RLIMIT_FSIZE that this host lets nobody raise (no
+    // CAP_SYS_RESOURCE): a write fails with EFBIG (and the start fails
+    // closed, with its report) instead of killing the supervisor unheard.
+    if (::sigaction(SIGXFSZ, &ign, nullptr) != 0) return fail(Exit::internal, "cannot ignore SIGXFSZ");
     sigset_t none;
     sigemptyset(&none);
     if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
@@ -160,16 +167,64 @@ Result<UniqueFd> make_endpoint(const RuntimeDir& dir, uid_t uid) {
     return sock;
 }
 
+// The session jail, started by its supervisor (at its start for an attach,
+// or later for the first attach of a supervisor that has none): the plan
+// with PAM's environment, the watcher (the tenant) starts the jail and says
+// when tmux is up; an isolated jail's network is attached before anything
+// in it runs. On failure nothing of it is left (its watcher is reaped).
+Result<SessionJail> start_session_jail(const SessionStart& s, const std::vector<std::string>& pam_env,
+                                       const Rlimits& limits, const JailPlacement& place, const TenantCreds* net) {
+    auto plan = build_plan(s.policy, s.tenant, Request{JailAction::serve, "", {}}, s.probe, s.caller_env, pam_env);
+    if (!plan) return plan.error();
+    int ready[2];
+    if (::pipe2(ready, O_CLOEXEC) != 0) return fail(Exit::internal, "pipe failed");
+    const UniqueFd ready_read(ready[0]);
+    int chan[2] = {-1, -1};
+    if (net != nullptr && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0) {
+        ::close(ready[1]);
+        return fail(Exit::internal, "socketpair failed");
+    }
+    const UniqueFd ours(chan[0]);
+    auto watcher = spawn_session_watcher(plan.value(), ready[1], chan[1], chan[0], limits, &place);
+    ::close(ready[1]);
+    if (chan[1] >= 0) ::close(chan[1]);
+    if (!watcher) return watcher.error();
+    SessionJail jail{watcher.value(), {}, "/proc " + plan.value().proc_source + ", network " +
+                                              std::string(jail_net_name(plan.value().net)),
+                     audit_reason("", plan.value())};
+    Status up = ok_status();
+    bool bwrap_blocked = false;
+    if (net != nullptr) {
+        auto attached = attach_user_net(ours.get(), *net, kStartSeconds);
+        if (attached) {
+            jail.net = std::move(attached).value();
+        } else if (attached.error().message != kJailEndedEarly) {
+            up = attached.error();
+            bwrap_blocked = true;
+        }
+    }
+    if (up) up = read_report(ready_read.get(), kStartSeconds);
+    if (up) return jail;
+    // Never SIGKILL a watcher that holds bwrap's gate: with our end of the
+    // channel closed it ends bwrap itself (send_namespaces).
+    if (!bwrap_blocked) ::kill(jail.watcher, SIGKILL);
+    int st = 0;
+    while (::waitpid(jail.watcher, &st, 0) < 0 && errno == EINTR) {}
+    return up.error();
+}
+
 // The supervisor: root, in a session of its own, the owner of every jail of
-// the tenant, holding the tenant's PAM session for as long as its session
-// jail runs. Returns its exit status. The privileged sequence, on one screen.
+// the tenant, holding the tenant's PAM session for as long as it owns a
+// jail. Started for an attach, it starts the session jail at once; for a
+// one-off, none (the first attach starts it). Returns its exit status.
+// The privileged sequence, on one screen.
 int serve_session(const SessionStart& s, int report_fd) {
     auto& ctx = log::context();
     ctx.action = "session";
     ctx.session = "-";
     const Account& t = s.tenant.account;
     auto failed = [&](const Error& e) {
-        log::audit("fail", "session jail not started: " + e.message);
+        log::audit("fail", std::string(s.session_jail ? "session jail" : "supervisor") + " not started: " + e.message);
         write_report(report_fd, e);
         return static_cast<int>(e.code);
     };
@@ -186,6 +241,8 @@ int serve_session(const SessionStart& s, int report_fd) {
     const sigset_t handled = relayed_signals();
     const UniqueFd sigfd(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!sigfd.valid()) return failed(fail(Exit::internal, "signalfd failed"));
+    // Subreaper: what a jail's watcher leaves behind comes to us.
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return failed(fail(Exit::internal, "cannot become a subreaper"));
     //    What the policy refuses, refused before the PAM session opens.
     if (auto st = validate_request(s.policy, t, Request{JailAction::serve, "", {}}, s.probe); !st)
         return failed(st.error());
@@ -220,36 +277,12 @@ int serve_session(const SessionStart& s, int report_fd) {
     const Rlimits tenant_limits = current_rlimits();
     if (!tenant_limits.ok || !apply_rlimits(baseline_rlimits()))
         return failed(fail(Exit::internal, "cannot read the tenant's limits"));
-    // 4. The plan, with PAM's environment.
-    auto plan = build_plan(s.policy, s.tenant, Request{JailAction::serve, "", {}}, s.probe, s.caller_env, pam_env);
-    if (!plan) return failed(plan.error());
-    // 5. The watcher (the tenant) starts the jail and says when tmux is up;
-    //    an isolated jail's network is attached before anything in it runs.
-    int ready[2];
-    if (::pipe2(ready, O_CLOEXEC) != 0) return failed(fail(Exit::internal, "pipe failed"));
-    int chan[2] = {-1, -1};
-    if (net && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
-        return failed(fail(Exit::internal, "socketpair failed"));
-    auto watcher = spawn_session_watcher(plan.value(), ready[1], chan[1], chan[0], tenant_limits, &place);
-    ::close(ready[1]);
-    if (chan[1] >= 0) ::close(chan[1]);
-    Status up = watcher ? ok_status() : Status(watcher.error());
-    // Held until this process ends: its exit pipe ends slirp4netns with us.
-    UserNet user_net;
-    bool bwrap_blocked = false;
-    if (up && net) {
-        auto attached = attach_user_net(chan[0], *net, kStartSeconds);
-        if (attached) {
-            user_net = std::move(attached).value();
-        } else if (attached.error().message != kJailEndedEarly) {
-            up = attached.error();
-            bwrap_blocked = true;
-        }
-    }
-    if (chan[0] >= 0) ::close(chan[0]);
-    if (up) up = read_report(ready[0], kStartSeconds);
-    ::close(ready[0]);
-    // 6. The endpoint and the record, once the jail is really up.
+    const TenantCreds* net_creds = net ? &*net : nullptr;
+    // 4. The session jail, for an attach (a one-off's supervisor has none).
+    Result<SessionJail> jail = SessionJail{};
+    if (s.session_jail) jail = start_session_jail(s, pam_env, tenant_limits, place, net_creds);
+    Status up = jail ? ok_status() : Status(jail.error());
+    // 5. The endpoint and the record, once the jail is really up.
     SupervisorRecord rec{t.name, t.uid, ::getpid(), own_start_ticks().value_or(0), current_boot_id(),
                          static_cast<long long>(std::time(nullptr)), kRecordVersion};
     // The fault-injection build stands in for a build before the owner
@@ -276,28 +309,28 @@ int serve_session(const SessionStart& s, int report_fd) {
     if (!up) {
         if (attach_netns) dir.remove_attach_netns(t.uid);
         if (listener.valid()) (void)::unlinkat(dir.fd(), endpoint_name(t.uid).c_str(), 0);
-        if (watcher) {
-            if (!bwrap_blocked) ::kill(watcher.value(), SIGKILL);
-            (void)supervise(watcher.value());
+        if (jail && jail.value().watcher > 0) {
+            ::kill(jail.value().watcher, SIGKILL);
+            (void)supervise(jail.value().watcher);
         }
         return failed(up.error());
     }
-    log::audit("allow", audit_reason("session jail started, supervisor " + std::to_string(rec.pid) + ", /proc " +
-                                         plan.value().proc_source + ", network " +
-                                         std::string(jail_net_name(plan.value().net)) +
-                                         (net ? " (slirp4netns " + std::to_string(user_net.pid) + ")" : "") +
-                                         (pam ? ", PAM session open" : ", no PAM session") + ", " +
-                                         limits_line(s.policy.limits, cg.value()),
-                                     plan.value()));
+    const SessionJail& sj = jail.value();
+    log::audit("allow", (s.session_jail ? "session jail started, supervisor " + std::to_string(rec.pid) + ", " + sj.about
+                                        : "supervisor " + std::to_string(rec.pid) + " started for a one-off jail") +
+                            (sj.net.pid > 0 ? " (slirp4netns " + std::to_string(sj.net.pid) + ")" : "") +
+                            (pam ? ", PAM session open" : ", no PAM session") + ", " +
+                            limits_line(s.policy.limits, cg.value()) + sj.warnings);
     write_report(report_fd, ok_status());
     ::close(report_fd);
-    // 7. Serve connections until the session jail ends (its last tmux
-    //    session, `stop`); then every jail ends, and PAM closes, once.
-    //    `stop` ends the jails by their cgroup, whatever they did (setsid,
-    //    double forks, stopped processes), connection jails too.
-    bool stopped = false;
-    const int status = serve_connections(s, dir, pam_env, tenant_limits, place, watcher.value(), std::move(listener),
-                                         attach_netns, sigfd.get(), stopped);
+    // 6. Serve connections while the supervisor owns a jail (the session
+    //    jail, attach and one-off jails); then every jail ends, and PAM
+    //    closes, once. `stop` ends the jails by their cgroup, whatever they
+    //    did (setsid, double forks, stopped processes).
+    OwnerContext oc{s, dir, pam_env, tenant_limits, place, net_creds, attach_netns,
+                    [&] { return start_session_jail(s, pam_env, tenant_limits, place, net_creds); }};
+    const OwnerEnd end = serve_connections(std::move(oc), std::move(jail).value(), std::move(listener), sigfd.get());
+    const int status = end.session_status;
     const auto ooms = cg.value().usage().oom_kills.value_or(0) - oom_before;
     dir.remove_if(t.uid, rec.pid);
     std::string closed = pam ? ", PAM session closed" : "";
@@ -306,10 +339,17 @@ int serve_session(const SessionStart& s, int report_fd) {
     ctx.caller = "-";
     ctx.session = "-";
     ctx.action = "session";
-    const std::string why = stopped ? "stop" : ooms > 0 && exit_status_of(status) != 0 ? "OOM" : "its last session";
+    const std::string oom_note = ooms > 0 ? ", " + std::to_string(ooms) + " process(es) OOM-killed in its cgroup" : "";
+    if (!end.session_ran) {
+        // A one-off's supervisor: its last line names that jail.
+        ctx.session = end.last_session.empty() ? "-" : end.last_session;
+        log::audit("exit", std::string(end.stopped ? "supervisor stopped" : "supervisor ended with its last jail") +
+                               ", one-off jail status " + std::to_string(end.last_status) + oom_note + closed);
+        return 0;
+    }
+    const std::string why = end.stopped ? "stop" : ooms > 0 && exit_status_of(status) != 0 ? "OOM" : "its last session";
     log::audit("exit", "session jail ended (" + why + ") with status " + std::to_string(exit_status_of(status)) +
-                           (ooms > 0 ? ", " + std::to_string(ooms) + " process(es) OOM-killed in its cgroup" : "") +
-                           closed);
+                           oom_note + closed);
     return 0;
 }
 
@@ -444,8 +484,8 @@ Result<bool> stop_session_jail(uid_t uid, const Limits& limits) {
     const TenantCgroup cg = open_tenant_cgroup(limits, uid);
     if (cg.placed()) {
         if (auto st = cg.kill_jails(); !st) return st.error();
-        // A one-off jail's root parent may still be in its leaf: refused
-        // (EBUSY), the empty cgroup stays for the next start.
+        // A process still in a leaf (a jail ending): refused (EBUSY), the
+        // empty cgroup stays for the next start.
         if (auto st = cg.remove(); !st) log::audit("warn", st.error().message);
     }
     return was_running.value();

@@ -25,14 +25,19 @@ struct SessionStart {
     const HostProbe& probe;
     const CallerEnv& caller_env;  // the first caller's extra_env values
     std::string ruser;            // the caller, PAM_RUSER of the session
+    // Start the session jail with the supervisor (an attach), or not (a
+    // one-off: the supervisor then lives while it owns a jail, and its
+    // first attach starts the session jail).
+    bool session_jail{true};
 };
 
-// The live session jail of the tenant, started first if there is none:
-// under the tenant's lock, a root supervisor is double-forked into a session
-// of its own (stdio on /dev/null, no parent-death signal: the caller's death
-// or hang-up does not reach it), opens the PAM session, forks the watcher
-// and returns once the tmux server accepts connections. Fails closed: no
-// record and nothing running unless all of that worked.
+// The tenant's live supervisor, started first if there is none: under the
+// tenant's lock, a root supervisor is double-forked into a session of its
+// own (stdio on /dev/null, no parent-death signal: the caller's death or
+// hang-up does not reach it), opens the PAM session, starts the session
+// jail if start.session_jail (returning once the tmux server accepts
+// connections), and listens on its endpoint. Fails closed: no record and
+// nothing running unless all of that worked.
 Result<SupervisorRecord> ensure_session_jail(const SessionStart& start);
 
 // The live session jail of `uid`, if any (read-only).

@@ -58,11 +58,6 @@ std::string verb_name(Verb v) {
     return "?";
 }
 
-std::string tty_of_stdin() {
-    char buf[256];
-    if (::isatty(0) != 1 || ::ttyname_r(0, buf, sizeof buf) != 0) return {};
-    return buf;
-}
 
 
 // Who called, from the process credentials alone: known before any argument
@@ -248,8 +243,10 @@ HandoverRequest handover_request(const Prepared& p, const CommandLine& cl, const
 // started, once, after the same checks.
 int hand_to_supervisor(const Prepared& p, const StartState& start, const AccountDb& db, const HandoverRequest& req) {
     const Policy& policy = p.policy();
+    const bool attach = req.kind == HandoverKind::attach;
+    if (auto st = hold_front_signals(); !st) return refuse(st.error());
     for (int attempt = 0;; ++attempt) {
-        auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name});
+        auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name, attach});
         if (!jail) return refuse(jail.error());
         if (jail.value().version != kRecordVersion)
             return refuse(fail(Exit::host, "the session jail of " + p.tenant->account.name + " (supervisor " +
@@ -262,12 +259,16 @@ int hand_to_supervisor(const Prepared& p, const StartState& start, const Account
         // An attach's status is what its watcher made of the tenant's tmux
         // client (0, kClientFailedStatus, 128 + N: README, "Exit codes").
         if (out.value().kind == Handover::Kind::done)
-            return req.kind == HandoverKind::attach ? attach_watcher_status(out.value().status, kNoServerStatus)
-                                                    : out.value().status;
-        if (attempt > 0 || !session_jail_ended(jail.value(), 5000))
+            return attach ? attach_watcher_status(out.value().status, kNoServerStatus) : out.value().status;
+        if (attempt > 0)
             return refuse(fail(Exit::host, "the supervisor " + std::to_string(jail.value().pid) +
-                                               " closed the connection and still runs"));
-        log::audit("warn", "the session jail ended as this connection arrived; attaching to a new one");
+                                               " could not take this connection twice"));
+        // The supervisor ends (none of its jails left), or, while one-off
+        // jails keep it, its session jail has ended and the next handover
+        // starts a new one there.
+        const bool ended = session_jail_ended(jail.value(), 5000);
+        log::audit("warn", std::string("the session jail ended as this connection arrived; attaching to a new one") +
+                               (ended ? "" : " (its supervisor runs on: one-off jails keep it)"));
         if (auto st = attach_allowed(p, &db); !st) return refuse(st.error());
     }
 }
@@ -289,63 +290,22 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start,
     return hand_to_supervisor(p, start, db, handover_request(p, cl, start));
 }
 
-// run -- COMMAND: a one-off jail of its own, never the session jail.
-int do_command(const Prepared& p, const CommandLine& cl, const StartState& start) {
+// run -- COMMAND: a one-off jail, never the session jail, started by the
+// tenant's supervisor (a supervisor started for it starts no session jail):
+// the checks, PAM's account check, then the front, as for an attach.
+int do_command(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     const Policy& policy = p.policy();
     if (auto st = require_root(p); !st) return refuse(st.error());
     if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
     if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
     if (auto st = require_proc_sys_writable(!policy.nested_sandbox); !st) return refuse(st.error());
-    const Request req{JailAction::command, *cl.session, cl.command};
     // What the policy refuses (a caller's command it does not allow, say),
-    // refused before a PAM session is opened for it.
-    if (auto st = validate_request(policy, p.tenant->account, req, p.probe); !st) return refuse(st.error());
-    // network = isolated: its prerequisites proven first (exit 3 if one is
-    // missing), and a root parent stays to attach the network.
-    std::optional<TenantCreds> net;
-    if (policy.network == NetworkMode::isolated) {
-        auto creds = require_isolation(p.tenant->account.uid);
-        if (!creds) return refuse(creds.error());
-        net = creds.value();
-    }
-    // The tenant's cgroup, with its limits (an explicit one this host cannot
-    // carry refuses, exit 3), entered by the jail before anything of it runs.
-    auto cg = setup_tenant_cgroup(policy.limits, p.tenant->account.uid);
-    if (!cg) return refuse(cg.error());
-    const JailPlacement place{cg.value().placed() ? &cg.value() : nullptr, policy.limits.tasks_max};
-    std::string unenforced;  // rides in the allow line, as the plan's warnings do
-    for (const auto& w : cg.value().warnings()) unenforced += "; warning: " + w;
-    if (!policy.pam_session) {
-        auto plan = plan_for(p, start, req);
-        if (!plan) return refuse(plan.error());
-        if (!net) {
-            log::audit("allow", audit_reason("exec bwrap, /proc " + plan.value().proc_source +
-                                                 ", network host, no PAM session" + unenforced,
-                                             plan.value()));
-            if (auto st = place.apply(); !st) return refuse(st.error());
-            exec_jail(plan.value(), start.parent);
-        }
-        log::audit("allow", audit_reason("starting bwrap, /proc " + plan.value().proc_source +
-                                             ", network isolated, no PAM session" + unenforced,
-                                         plan.value()));
-        auto status = run_supervised(plan.value(), nullptr, &*net, -1, &place);
-        if (!status) return refuse(status.error());
-        log::audit("exit", "jail exited with status " + std::to_string(status.value()));
-        return status.value();
-    }
-    if (auto st = check_pam_service(policy.pam_service); !st) return refuse(st.error());
-    if (auto st = block_relayed_signals(); !st) return refuse(st.error());
-    auto pam = PamSession::open(policy.pam_service, p.tenant->account.name, p.caller.name, tty_of_stdin());
-    if (!pam) return refuse(pam.error());
-    auto plan = plan_for(p, start, req, pam.value()->environment());
-    if (!plan) return refuse(plan.error());  // the session closes as pam goes out of scope
-    log::audit("allow", audit_reason("PAM session open, starting bwrap, /proc " + plan.value().proc_source +
-                                         ", network " + std::string(jail_net_name(plan.value().net)) + unenforced,
-                                     plan.value()));
-    auto status = run_supervised(plan.value(), pam.value().get(), net ? &*net : nullptr, -1, &place);
-    if (!status) return refuse(status.error());
-    log::audit("exit", "jail exited with status " + std::to_string(status.value()) + ", PAM session closed");
-    return status.value();
+    // refused before the account check or a supervisor's start.
+    if (auto st = validate_request(policy, p.tenant->account, {JailAction::command, *cl.session, cl.command}, p.probe);
+        !st)
+        return refuse(st.error());
+    if (auto st = attach_allowed(p, nullptr); !st) return refuse(st.error());
+    return hand_to_supervisor(p, start, db, handover_request(p, cl, start));
 }
 
 // kill: a client jail ends one tmux session of the running session jail;
@@ -504,7 +464,7 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
         case Verb::print: return do_print(p, cl, start);
         case Verb::check: return do_check(p, start);
         case Verb::run: {
-            if (!attach) return do_command(p, cl, start);
+            if (!attach) return do_command(p, cl, start, db);
             const int rc = do_attach(p, cl, start, db);
             if (rc == static_cast<int>(Exit::refused)) refusal_backoff(p.policy(), *cl.user, db);
             return rc;

@@ -611,7 +611,7 @@ cg_summary() {  # cg_summary LABEL FILE
         /initgroups.c:getgrouplist /                 { show("ggl", "    getgrouplist") }
         /clihost::probe_host\(/                      { show("probe", "  probe_host (parent side; the trial is a fork)") }
         /clihost::PamSession::open\(/                { show("pamopen", "  PamSession::open (pam_start .. pam_open_session)") }
-        /clihost::run_supervised\(/                  { show("sup", "  run_supervised (fork, wait, PAM close)") }
+        /clihost::hand_over\(/                       { show("sup", "  hand_over (to the supervisor, wait, relay)") }
         /clihost::exec_jail\(/                       { show("exec", "  exec_jail (drop, verify, exec)") }
         /clihost::log::audit\(/                      { show("audit", "  clihost::log::audit (all audit lines)") }
     '

@@ -25,6 +25,7 @@ import glob
 import grp
 import os
 import pwd
+import re
 import resource
 import shutil
 import signal
@@ -255,6 +256,20 @@ def pid_lines(host, pid, since, want=1, timeout=5.0):
     written since `since` (pids are reused; the log is not)."""
     tag = f"clihost-jail[{pid}]:"
     return log_lines(lambda l: tag in l and logged_at(l) >= since - 1.0, want, timeout, tail_bytes=8 << 20)
+
+
+def front_and_supervisor_lines(host, r, want=1, timeout=5.0):
+    """The syslog lines of a front (a Ran or Popen with .pid, .started) and
+    of the supervisor it handed over to (named in its "handing over to the
+    supervisor N" line): a one-off's allow line, its plan's warnings and PAM
+    are the supervisor's."""
+    lines = pid_lines(host, r.pid, r.started, want, timeout)
+    for l in lines:
+        m = re.search(r"handing over to the supervisor (\d+)", l)
+        if m:
+            lines += pid_lines(host, int(m.group(1)), r.started, want, timeout)
+            break
+    return lines
 
 
 # --- processes ----------------------------------------------------------------------
@@ -528,6 +543,36 @@ class Host:
                     out.append(pid)
             except OSError:
                 continue
+        return out
+
+    def supervisors(self):
+        """The tenants' supervisors (root, the pid of each live record in
+        the runtime directory)."""
+        out = []
+        for path in glob.glob(os.path.join(RUNTIME_DIR, "*.state")):
+            try:
+                pid = int(open(path).read().split()[3])
+            except (OSError, ValueError, IndexError):
+                continue
+            if pid in self.waiting_parents():
+                out.append(pid)
+        return out
+
+    def fronts(self):
+        """The fronts (`run` as ttyd or a caller runs it): root helper
+        processes that are no supervisor, nor a supervisor's child on its
+        way to becoming one (the double fork, or a jail child before its
+        drop): their parent is no helper process."""
+        helpers = set(self.helper_pids())
+        sups = set(self.supervisors())
+        out = []
+        for pid in self.waiting_parents():
+            try:
+                ppid = int(proc_status(pid, "PPid")[0])
+            except OSError:
+                continue
+            if pid not in sups and ppid not in helpers and ppid not in sups:
+                out.append(pid)
         return out
 
     def wait_gone(self, user, timeout=5.0):

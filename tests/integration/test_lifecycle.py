@@ -1,6 +1,7 @@
-"""The jail never outlives its caller or its helper, and the PAM session is
-closed by the waiting parent: SIGKILL of the caller (ttyd), SIGTERM/SIGHUP
-relayed by the helper, a terminal hang-up, and session = false."""
+"""The jail never outlives its caller or its front, and the PAM session is
+closed by the tenant's supervisor (which owns the one-off jail too):
+SIGKILL of the caller (ttyd), SIGTERM/SIGHUP relayed by the front, a
+terminal hang-up, and session = false."""
 import os
 import re
 import pwd
@@ -8,6 +9,8 @@ import shlex
 import signal
 import subprocess
 import time
+
+import pytest
 
 from conftest import PROXY, new_session, pids, wait_until
 from ptyutil import PtyProcess
@@ -39,7 +42,7 @@ def test_sigkill_of_the_caller_takes_the_whole_jail_and_closes_pam(host, alice):
 def test_sigterm_to_the_helper_is_relayed_and_pam_closed(host, alice):
     s = new_session()
     caller = start_sleeping_jail(host, alice, s)
-    helper = host.waiting_parents()
+    helper = host.fronts()
     assert len(helper) == 1, helper
     os.kill(helper[0], signal.SIGTERM)
     assert host.wait_gone(alice)
@@ -51,7 +54,7 @@ def test_sigterm_to_the_helper_is_relayed_and_pam_closed(host, alice):
 def test_sighup_to_the_helper_is_relayed(host, alice):
     s = new_session()
     caller = start_sleeping_jail(host, alice, s)
-    os.kill(host.waiting_parents()[0], signal.SIGHUP)
+    os.kill(host.fronts()[0], signal.SIGHUP)
     assert host.wait_gone(alice)
     caller.wait(10)
     assert any("status 129" in l for l in host.audit_lines(f"session={s}", want=2))
@@ -60,7 +63,7 @@ def test_sighup_to_the_helper_is_relayed(host, alice):
 def test_sigkill_of_the_helper_takes_the_jail(host, alice):
     s = new_session()
     caller = start_sleeping_jail(host, alice, s)
-    os.kill(host.waiting_parents()[0], signal.SIGKILL)
+    os.kill(host.fronts()[0], signal.SIGKILL)
     assert host.wait_gone(alice), host.processes_of(alice)
     caller.wait(10)
 
@@ -89,33 +92,36 @@ def test_terminal_hangup_ends_the_attach_jail_and_stop_the_session_jail(host, al
         host.stop_all()
 
 
-def test_session_false_execs_bwrap_directly_and_dies_with_the_caller(host, alice):
-    # With the host's network: an isolated jail keeps a root parent to
-    # attach its network (the test below).
+@pytest.mark.parametrize("network", ["host", "isolated"])
+def test_session_false_the_supervisor_still_owns_the_jail(host, alice, network):
+    """No PAM session: the one-off jail is still the tenant's supervisor's
+    (no jail of a caller's own, whatever the network), and still dies with
+    the caller."""
     s = new_session()
-    conf = host.config_variant({"pam": "session = false", "jail": "network = host"})
+    conf = host.config_variant({"pam": "session = false", "jail": f"network = {network}"})
     caller = start_sleeping_jail(host, alice, s, config=conf)
-    # no waiting root parent: the caller's child is bwrap itself
-    assert not host.helper_pids()
-    lines = host.audit_lines(f"session={s}")
-    assert any("no PAM session" in l for l in lines), lines
+    lines = host.audit_lines(f"session={s}", want=2)
+    assert any(f"one-off jail started by supervisor" in l and f"network {network}, no PAM session" in l
+               for l in lines), lines
+    sup = host.supervisors()
+    assert len(sup) == 1, sup
+    sleeper = pids(uid=pwd.getpwnam(alice).pw_uid, comm="sleep")[0]
+    assert sup[0] in ancestors(sleeper), (sup, ancestors(sleeper))
     os.kill(caller.pid, signal.SIGKILL)
     caller.wait()
     assert host.wait_gone(alice), host.processes_of(alice)
+    assert wait_until(lambda: not host.helper_pids(), 10), host.helper_pids()
 
 
-def test_session_false_with_an_isolated_network_keeps_a_root_parent(host, alice):
-    """No PAM session, but network = isolated: the root parent stays to
-    attach slirp4netns, waits, and takes the jail with it when killed."""
-    s = new_session()
-    conf = host.config_variant({"pam": "session = false"})
-    caller = start_sleeping_jail(host, alice, s, config=conf)
-    assert host.helper_pids(), "no waiting root parent"
-    lines = host.audit_lines(f"session={s}")
-    assert any("network isolated, no PAM session" in l for l in lines), lines
-    os.kill(caller.pid, signal.SIGKILL)
-    caller.wait()
-    assert host.wait_gone(alice), host.processes_of(alice)
+def ancestors(pid):
+    out = []
+    while pid > 1:
+        try:
+            pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            break
+        out.append(pid)
+    return out
 
 
 def test_exit_status_of_the_jailed_command_is_returned(host, alice):
@@ -133,3 +139,5 @@ def test_no_process_of_the_jail_outlives_the_helper(host, alice):
         r = host.run_as(PROXY, host.jail(alice, "true"))
         assert r.returncode == 0, r.stderr
         assert host.processes_of(alice) == []
+        # The supervisor that a one-off started ends with it.
+        assert wait_until(lambda: not host.helper_pids(), 5), host.helper_pids()

@@ -28,7 +28,8 @@ import uuid
 import pytest
 
 import netpeer
-from conftest import (PROXY, REPO, RUNTIME_DIR, TENANTS, attach_clients, new_session, pid_lines, pids, proc_status,
+from conftest import (PROXY, REPO, RUNTIME_DIR, TENANTS, attach_clients, front_and_supervisor_lines, new_session, pid_lines,
+                      pids, proc_status,
                       routes_closed, start_as, wait_until)
 from ptyutil import PtyProcess
 
@@ -703,9 +704,9 @@ def test_a_killed_supervisors_namespace_is_replaced_or_removed(host, alice, net,
 
 @pytest.mark.parametrize("pam", ["true", "false"])
 def test_one_off_jails_leave_no_network_process(host, alice, net, pam):
-    """A one-off jail, with or without a PAM session (the helper would
-    otherwise exec bwrap and keep no root parent to start slirp4netns):
-    isolated, networked from its first instruction, nothing left after."""
+    """A one-off jail, with or without a PAM session (the tenant's
+    supervisor starts its slirp4netns either way): isolated, networked from
+    its first instruction, nothing left after."""
     conf = host.config_variant(replace={"jail": {"network": "isolated"}, "pam": {"session": pam}})
     assert not slirps(alice)
     got, _ = oneoff(host, alice, [INTERNET["internet udp v4"][0], {"kind": "netns"}], conf)
@@ -727,7 +728,7 @@ def test_the_network_process_ends_when_the_supervisor_is_killed(host, alice, net
 def test_host_mode_keeps_the_host_network_with_a_warning(host, alice, net):
     got, r = oneoff(host, alice, [{"kind": "netns"}], net.hostnet)
     assert got == ["ok:" + host_netns()]
-    lines = pid_lines(host, r.pid, r.started)
+    lines = front_and_supervisor_lines(host, r)
     assert any("network = host" in l for l in lines), lines
 
 

@@ -50,7 +50,7 @@ def test_session_false_opens_no_pam_session(host, alice):
 
 
 def _pam_modules_while_a_jail_runs(host, tenant, config=None):
-    """The PAM modules mapped into the helper's root parent (it holds the
+    """The PAM modules mapped into the tenant's supervisor (it holds the
     tenant's PAM session while the jail runs), and the check line for the
     same config."""
     ready = os.path.join(host.home(tenant), f"pam-ready-{new_session()}")
@@ -64,7 +64,10 @@ def _pam_modules_while_a_jail_runs(host, tenant, config=None):
         while not os.path.exists(ready) and time.time() < deadline and p.poll() is None:
             time.sleep(0.05)
         assert os.path.exists(ready), p.stderr.read() if p.poll() is not None else "the jail did not start"
-        with open(f"/proc/{p.pid}/maps") as f:
+        # The tenant's supervisor (its record's pid) holds the PAM session.
+        uid = pwd.getpwnam(tenant).pw_uid
+        sup = int(open(os.path.join(RUNTIME_DIR, f"{uid}.state")).read().split()[3])
+        with open(f"/proc/{sup}/maps") as f:
             mapped = {os.path.basename(l.split()[-1]) for l in f if "/security/pam_" in l}
     finally:
         p.kill()

@@ -3,9 +3,11 @@
 with kill(0, SIGSTOP); SIGKILL of the root parent then left the jail running,
 and a hang-up left the root parent waiting forever with PAM open).
 
-One-off jails (`run -- COMMAND`) share the caller's terminal session, so they
-are the hard case: the jail takes the terminal's foreground in a process
-group of its own, and the watcher leaves for a session of its own."""
+One-off jails (`run -- COMMAND`) run on the caller's terminal: the front
+hands its stdio to the tenant's supervisor, which starts the jail (its
+watcher, then bwrap) in a session of its own, so the caller's terminal is
+no controlling terminal of the jail; the front keeps the terminal's
+foreground and relays ^C, ^\\ and ^Z to the jail's process group."""
 import os
 import pwd
 import signal
@@ -26,22 +28,22 @@ def state(pid):
         return None
 
 
-def parent_and_watcher(host, timeout=10.0):
-    """The one-off jail's root parent and watcher, read in one consistent
-    snapshot (a process list read twice can differ in between)."""
+def front_supervisor_watcher(host, timeout=10.0):
+    """The one-off jail's front, its supervisor and its watcher, read in one
+    consistent snapshot (a process list read twice can differ in between)."""
     found = []
 
     def one_each():
-        parents = host.waiting_parents()
+        fronts, sups = host.fronts(), host.supervisors()
         helpers = host.helper_pids()
-        others = [p for p in helpers if p not in parents]
-        if len(parents) == 1 and len(others) == 1:
-            found[:] = [parents[0], others[0]]
+        others = [p for p in helpers if p not in host.waiting_parents()]
+        if len(fronts) == 1 and len(sups) == 1 and len(others) == 1:
+            found[:] = [fronts[0], sups[0], others[0]]
             return True
         return False
 
-    assert wait_until(one_each, timeout), (host.waiting_parents(), host.helper_pids())
-    return found[0], found[1]
+    assert wait_until(one_each, timeout), (host.fronts(), host.supervisors(), host.helper_pids())
+    return found
 
 
 @pytest.fixture
@@ -62,20 +64,43 @@ def one_off(host, alice):
 def test_jail_and_helper_processes_share_no_process_group_or_session(host, alice, one_off):
     t = one_off("echo UP_$((6*7)); sleep 100")
     assert t.wait_for("UP_42"), t.output()
-    parent, watcher = parent_and_watcher(host)
+    front, sup, watcher = front_supervisor_watcher(host)
     jail = [p for p in host.processes_of(alice) if p != watcher]
     assert jail
-    helper_groups = {os.getpgid(parent), os.getpgid(watcher)}
-    helper_sessions = {os.getsid(watcher)}
+    helper_groups = {os.getpgid(front), os.getpgid(sup), os.getpgid(watcher)}
+    helper_sessions = {os.getsid(front), os.getsid(sup)}
     for p in jail:
         assert os.getpgid(p) not in helper_groups, p
         assert os.getsid(p) not in helper_sessions, p
-    # The jail has the terminal's foreground, so ^C and ^Z reach only it.
+        # No controlling terminal: the caller's terminal is not the jail's
+        # (no TIOCSTI into it, no job control of the caller's).
+        assert int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[4]) == 0, p
+    # The front keeps the terminal's foreground (the jail is in no session
+    # of the terminal's): ^C and ^Z reach the front, which relays them.
     fg = os.tcgetpgrp(t.master)
-    groups = {p: (os.getpgid(p), open(f"/proc/{p}/cmdline", "rb").read()[:60]) for p in jail}
-    assert fg not in helper_groups and fg in {g for g, _ in groups.values()}, (fg, groups, helper_groups)
+    assert fg == os.getpgid(front), (fg, front)
     t.hangup()
     assert t.wait(10) is not None
+
+
+def test_ctrl_c_and_ctrl_z_in_a_cooked_one_off_reach_the_command(host, alice, one_off):
+    """^Z stops the command (the jail's process group) and SIGCONT, relayed
+    as a terminal's, resumes it; ^C ends it, as a shell's job would end."""
+    t = one_off("echo UP_$((6*7)); i=0; while :; do i=$((i+1)); echo TICK_$i; sleep 0.2; done")
+    assert t.wait_for("UP_42"), t.output()
+    front, _, _ = front_supervisor_watcher(host)
+    assert t.wait_for("TICK_3", 10), t.output()
+    t.write("\x1a")  # ^Z
+    assert wait_until(lambda: any(state(p) == "T" for p in host.processes_of(alice)), 5), \
+        [(p, state(p)) for p in host.processes_of(alice)]
+    before = t.output().count("TICK_")
+    time.sleep(1)
+    assert t.output().count("TICK_") == before, "the command ran on after ^Z"
+    os.kill(front, signal.SIGCONT)  # as a shell's `fg` would
+    assert wait_until(lambda: t.output().count("TICK_") > before + 1, 5), t.output()[-200:]
+    t.write("\x03")  # ^C
+    assert t.wait(10) == 128 + signal.SIGINT
+    assert host.wait_gone(alice, 10), host.processes_of(alice)
 
 
 # Run in the jail: for each process group named on the command line, a
@@ -108,7 +133,7 @@ def test_a_jail_joining_the_helpers_process_group_cannot_stop_the_watcher(host, 
     pw = pwd.getpwnam(alice)
     os.chown(script, pw.pw_uid, pw.pw_gid)
     t = one_off("read PG; python3 ~/ctj-join.py $PG; echo ATTACKED_$((6*7)); sleep 100")
-    parent, watcher = parent_and_watcher(host)
+    parent, sup, watcher = front_supervisor_watcher(host)
     # Positive control: the probe sees a stopped watcher.
     os.kill(watcher, signal.SIGSTOP)
     assert wait_until(lambda: state(watcher) == "T", 5)
@@ -119,14 +144,16 @@ def test_a_jail_joining_the_helpers_process_group_cannot_stop_the_watcher(host, 
     # has no helper process to hit with kill(0, ...); joining another group
     # is refused (EPERM): from inside its pid namespace no group outside is
     # nameable, and the watcher's is in another session besides.
-    pg_parent, pg_watcher = os.getpgid(parent), os.getpgid(watcher)
-    t.write(f"{pg_parent} {pg_watcher}\r")
+    pg_parent, pg_sup, pg_watcher = os.getpgid(parent), os.getpgid(sup), os.getpgid(watcher)
+    t.write(f"{pg_parent} {pg_sup} {pg_watcher}\r")
     assert t.wait_for("ATTACKED_42", 10), t.output()
     assert f"REFUSED {pg_parent} errno=1" in t.output()
+    assert f"REFUSED {pg_sup} errno=1" in t.output()
     assert f"REFUSED {pg_watcher} errno=1" in t.output()
     time.sleep(0.3)
     assert state(watcher) not in ("T", None), state(watcher)
     assert state(parent) not in ("T", None), state(parent)
+    assert state(sup) not in ("T", None), state(sup)
     # And the hang-up still ends everything.
     t.hangup()
     assert t.wait(15) is not None
@@ -136,12 +163,13 @@ def test_a_jail_joining_the_helpers_process_group_cannot_stop_the_watcher(host, 
 def test_a_frozen_watcher_does_not_keep_the_root_parent_waiting(host, alice, one_off):
     t = one_off("echo UP_$((6*7)); sleep 100")
     assert t.wait_for("UP_42"), t.output()
-    _, watcher = parent_and_watcher(host)
-    # Frozen by whatever means: the root parent must not wait on it forever.
+    _, _, watcher = front_supervisor_watcher(host)
+    # Frozen by whatever means: neither the front nor the supervisor waits
+    # on it forever.
     os.kill(watcher, signal.SIGSTOP)
     start = time.time()
     t.hangup()
     assert t.wait(15) is not None
     assert time.time() - start < 10
     assert host.wait_gone(alice, 10), host.processes_of(alice)
-    assert host.helper_pids() == []
+    assert wait_until(lambda: host.helper_pids() == [], 10), host.helper_pids()

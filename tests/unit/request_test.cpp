@@ -101,12 +101,15 @@ TEST(Reply, RoundTripsAndRefusesGarbage) {
 }
 
 TEST(Relay, OnlyTheTerminalsSignalsAndHangUp) {
-    for (int sig : {SIGWINCH, SIGTSTP, SIGCONT}) {
+    for (int sig : {SIGWINCH, SIGTSTP, SIGCONT, SIGINT, SIGQUIT}) {
         auto r = parse_relay(format_relay(Relay{false, sig}));
         ASSERT_TRUE(r.ok()) << sig;
         EXPECT_EQ(r.value().signal, sig);
     }
     EXPECT_TRUE(parse_relay("hup").value().hangup);
-    for (const char* bad : {"sig 9", "sig 19", "sig 15", "sig 2", "sig ", "sig 28x", "hangup"})
+    EXPECT_EQ(parse_relay("hup").value().signal, SIGHUP);
+    EXPECT_EQ(parse_relay("term").value().signal, SIGTERM);
+    EXPECT_EQ(format_relay(Relay{true, SIGTERM}), "term");
+    for (const char* bad : {"sig 9", "sig 19", "sig 15", "sig 1", "sig ", "sig 28x", "hangup", "term "})
         EXPECT_FALSE(parse_relay(bad).ok()) << bad;
 }
