@@ -148,6 +148,7 @@ std::string render_list_json(const ListEntry& e) {
     out.append(", \"sessions_state\": ").append(json_string(state_name(e.state)));
     for (const auto& [key, value] : e.figures)
         out.append(", ").append(json_string(escape_account_name(key))).append(": ").append(value ? std::to_string(*value) : "null");
+    out.append(", \"earlier_version\": ").append(e.earlier_version ? "true" : "false");
     return out + "}\n";
 }
 

@@ -56,6 +56,9 @@ struct ListEntry {
     // Further figures (the resources issue's usage), in this order; an
     // unknown one (no cgroup on this host) is `-` in text, null in JSON.
     std::vector<std::pair<std::string, std::optional<long long>>> figures;
+    // A session jail of a build before the owner model (a v1 record): it
+    // stays where it was started, in its caller's cgroup, until `stop`.
+    bool earlier_version{false};
 };
 
 // One text line: tenant=NAME uid=UID supervisor=PID started=ISO8601
@@ -68,7 +71,8 @@ std::string render_list_text(const ListEntry& e);
 // One JSON object on one line (JSON Lines): {"tenant": ..., "uid": N,
 // "supervisor": N, "started": "ISO8601", "changed": [...] or null (not
 // recorded), "sessions": [...] or null,
-// "sessions_state": "listed" | "not-a-tenant" | "no-answer", KEY: N...}.
+// "sessions_state": "listed" | "not-a-tenant" | "no-answer", KEY: N...,
+// "earlier_version": true | false}.
 std::string render_list_json(const ListEntry& e);
 
 // A JSON string literal of `s`: '"', '\\' and every byte outside 0x20-0x7e

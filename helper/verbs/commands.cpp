@@ -378,6 +378,7 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
         e.uid = r.uid;
         e.supervisor = r.pid;
         e.started = r.started;
+        e.earlier_version = r.version < kRecordVersion;
         e.state = SessionsState::not_queried;
         auto tenant = validate_tenant(p.policy(), r.tenant, db, inspect_home);
         if (tenant && tenant.value().account.uid == r.uid) {

@@ -102,6 +102,10 @@ def sandbox_child_unarmed(host, helper):
 def kill_leftovers(host, tenant):
     subprocess.run(["pkill", "-KILL", "-u", tenant], capture_output=True)
     host.wait_gone(tenant)
+    # A supervisor whose front was killed mid-handshake waits up to 5 s for
+    # its first connection, then ends; the next sample counts helper
+    # processes, so this one's must be gone first.
+    assert wait_until(lambda: not host.helper_pids(), 15), host.helper_pids()
 
 
 def relayed_signals_blocked(pid):

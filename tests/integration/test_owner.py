@@ -9,6 +9,7 @@ ends every process of the tenant; the supervisor is root through and
 through; the endpoint trusts root only, speaks one protocol version, and
 a stalled or flooding caller costs it nothing lasting.
 """
+import json
 import os
 import pwd
 import re
@@ -302,11 +303,23 @@ def test_a_session_jail_of_the_previous_version_is_refused_by_name(host, alice, 
     assert t.wait(15) == 3
     assert time.monotonic() - started < 10
     assert t.wait_for(f"end it with clihost-jail stop --user {alice}", 5), t.output()
+    # list --json says which session jail is of the earlier version (it
+    # stays in its caller's cgroup until stopped).
+    assert listed_json(host, alice)["earlier_version"] is True
     r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
     assert r.returncode == 0 and "session jail stopped" in r.stdout, r
     # Control: after the stop, a front attaches.
     t2 = attach(host, alice, new_session(), terms)
     assert shell_ready(t2), t2.output()
+    assert listed_json(host, alice)["earlier_version"] is False
+
+
+def listed_json(host, tenant):
+    r = host.run_as(PROXY, [host.bin, "list", "--json", "--user", tenant])
+    assert r.returncode == 0, r
+    lines = r.stdout.splitlines()
+    assert len(lines) == 1, r.stdout
+    return json.loads(lines[0])
 
 
 # ---------------------------------------------------------------- races --

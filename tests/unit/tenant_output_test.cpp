@@ -116,7 +116,7 @@ TEST(ListText, NoneNotATenantAndNoAnswerAreTold) {
     // No cgroup on this host: unknown, never a made-up 0.
     e.figures = {{"memory", std::nullopt}, {"tasks", std::nullopt}};
     EXPECT_NE(render_list_text(e).find(" sessions=a,b memory=- tasks=-\n"), std::string::npos);
-    EXPECT_NE(render_list_json(e).find("\"memory\": null, \"tasks\": null}"), std::string::npos);
+    EXPECT_NE(render_list_json(e).find("\"memory\": null, \"tasks\": null, "), std::string::npos);
 }
 
 TEST(ListText, ChangedSettingsAreNamedOrUnknown) {
@@ -134,7 +134,8 @@ TEST(ListJson, EscapedByConstruction) {
     const auto names = listed_sessions("x\"y\n\xc3\x28\n", 10);
     EXPECT_EQ(render_list_json(entry(names)),
               "{\"tenant\": \"alice\", \"uid\": 1001, \"supervisor\": 42, \"started\": \"1970-01-01T00:00:00Z\", "
-              "\"changed\": [], \"sessions\": [\"x\\\\x22y\", \"\\\\xc3\\\\x28\"], \"sessions_state\": \"listed\"}\n");
+              "\"changed\": [], \"sessions\": [\"x\\\\x22y\", \"\\\\xc3\\\\x28\"], \"sessions_state\": \"listed\", "
+              "\"earlier_version\": false}\n");
     EXPECT_NE(render_list_json(entry({}, SessionsState::no_answer)).find("\"sessions\": null, \"sessions_state\": "
                                                                          "\"no-answer\""),
               std::string::npos);
@@ -143,8 +144,12 @@ TEST(ListJson, EscapedByConstruction) {
               std::string::npos);
     auto e = entry({});
     e.figures = {{"memory", 7}};
-    EXPECT_NE(render_list_json(e).find("\"sessions\": [], \"sessions_state\": \"listed\", \"memory\": 7}"),
+    EXPECT_NE(render_list_json(e).find("\"sessions\": [], \"sessions_state\": \"listed\", \"memory\": 7, "
+                                       "\"earlier_version\": false}"),
               std::string::npos);
+    // A session jail of a build before the owner model says so.
+    e.earlier_version = true;
+    EXPECT_NE(render_list_json(e).find(", \"earlier_version\": true}\n"), std::string::npos);
     // Pure printable ASCII, one line.
     for (char c : render_list_json(entry(listed_sessions("\x01\x7f\x80\n", 10)))) {
         const auto u = static_cast<unsigned char>(c);
