@@ -73,7 +73,7 @@ bool send_reply(int sock, const Reply& r) {
 // The tenant's owner.
 class Owner {
 public:
-    Owner(OwnerContext ctx, SessionJail session, UniqueFd listener)
+    Owner(OwnerContext ctx, SessionJail&& session, UniqueFd listener)
         : c_(std::move(ctx)), session_(session.watcher), session_net_(std::move(session.net)),
           listener_(std::move(listener)), attach_netns_(c_.attach_netns) {
         end_.session_ran = session_ > 0;
