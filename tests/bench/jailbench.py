@@ -322,15 +322,30 @@ def cmd_concurrent(a):
 
 # ------------------------------------------------------- memory and teardown
 
-def wait_for_chain(helper_pid, timeout):
-    """helper [-> watcher] -> bwrap -> bwrap (pid 1) -> sleep, once sleep exists."""
+def wait_for_chain(helper_pid, timeout, taken=(), tenant_uid=None):
+    """front, supervisor -> watcher -> bwrap -> bwrap (pid 1) -> sleep, once
+    sleep exists. The owner model: the front hands its request to the
+    tenant's supervisor (a root helper process, a child of init, not of the
+    front), whose one-off jail runs the sleep as `tenant_uid`; `taken` are
+    supervisors already in another chain."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         d = descendants(helper_pid)
         if any(comm(p) == "sleep" for p in d):
             return [helper_pid] + d
+        for sup, pp in ppid_map().items():
+            if sup == helper_pid or sup in taken or pp != 1 or comm(sup) != comm(helper_pid):
+                continue
+            d = descendants(sup)
+            if any(comm(p) == "sleep" and uid_of_pid(p) == tenant_uid for p in d):
+                return [helper_pid, sup] + d
         time.sleep(0.01)
     return None
+
+
+def uid_of_pid(pid):
+    s = status_fields(pid) or {}
+    return int(s.get("Uid", "-1").split()[0])
 
 
 def mem_of(pid):
@@ -361,7 +376,8 @@ def cmd_sessions(a):
         procs.append(pid)
     chains = []
     for pid in procs:
-        c = wait_for_chain(pid, 20)
+        c = wait_for_chain(pid, 20, {c[1] for c in chains if len(c) > 1},
+                           pwd.getpwnam(tenants[len(chains) % len(tenants)]).pw_uid)
         if c is None:
             eprint(f"jailbench: session of helper {pid} never reached `sleep`")
             for p in procs:
