@@ -27,6 +27,11 @@ export CTJ_RACE_ROUNDS=4
 # They run in the plain build (integration label) as always.
 outside=(test_containers.py test_routes.py test_proxy_example.py test_clihost_proxy.py test_agent_needs.py
          test_network.py test_tenant_side_not_dumpable.py)
+# The nested-tmpfs test bounds a jail at 64 MiB; an ASan-built watcher holds
+# about 22 MiB of it and is the largest process in the tenant's leaf, so the
+# OOM killer takes it first (seen in dmesg) and the jail ends before the test
+# can read its output. It runs in the plain build, where the watcher is small.
+deselect=(--deselect test_limits.py::test_nested_tmpfs_is_bounded_by_memory_max)
 # One pytest run per suite, with fresh test users each, as ctest runs them.
 failed=()
 for suite in test_*.py; do
@@ -35,7 +40,7 @@ for suite in test_*.py; do
     continue
   fi
   start=$SECONDS
-  /usr/bin/python3 -m pytest -q -p no:cacheprovider "$suite" || failed+=("$suite")
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider "${deselect[@]}" "$suite" || failed+=("$suite")
   echo "sanitize: $suite took $((SECONDS - start)) s"
 done
 if [ ${#failed[@]} -gt 0 ]; then
