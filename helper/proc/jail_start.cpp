@@ -1,8 +1,8 @@
 // jail_start.cpp: the kinds' factories and the one start of any jail. May
 // fork, and in the child (root until run_as_tenant) take the jail's
 // descriptors, network namespace, limits and cgroup before the drop; every
-// path of the child ends in _exit. The privileged sequence is start_jail's
-// child, on one screen (become_watcher).
+// path of the child ends in _exit. The privileged sequence of every jail is
+// start_jail's, on one screen.
 #include "proc/jail_start.hpp"
 
 #include <sched.h>
@@ -79,41 +79,6 @@ Steps steps_of(const JailStart& start) {
 
 [[noreturn]] void quit_silently() noexcept { ::_exit(static_cast<int>(Exit::internal)); }
 
-// The child, root until run_as_tenant, in this order:
-//   1. the parent's end of the network channel closed (its death: end of file);
-//   2. a connection's descriptors as its stdio, a session of its own (the
-//      caller's terminal is never the jail's controlling terminal: no
-//      TIOCSTI, no job control of the caller's);
-//   3. the tenant's empty network namespace (an attach jail that plans it);
-//   4. the tenant's limits (pam_limits'), 5. its jails leaf and RLIMIT_NPROC;
-//   6. a connection's: nothing else of the supervisor's (its endpoint,
-//      other connections, PAM's), the network channel as fd 3;
-//   7. the tenant (run_as_tenant: dies by SIGHUP with us), the watcher.
-[[noreturn]] void become_watcher(const Steps& s, const TenantContext& t, pid_t parent) noexcept {
-    const JailTraits kind = traits_of(s.kind);
-    if (s.net.parents_end >= 0) ::close(s.net.parents_end);
-    if (kind.takes_stdio) {
-        for (int fd = 0; fd <= 2; ++fd)
-            if (::dup2(s.stdio->fd[static_cast<std::size_t>(fd)], fd) != fd) quit_silently();
-        if (::setsid() < 0) quit_silently();
-    }
-    if (s.tenant_netns >= 0 && (fault::fail("setns") || ::setns(s.tenant_netns, CLONE_NEWNET) != 0))
-        quit(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") + std::strerror(errno)));
-    if (t.limits != nullptr && !apply_rlimits(*t.limits)) quit(fail(Exit::internal, "cannot set the tenant's limits"));
-    if (t.place != nullptr)
-        if (auto st = t.place->apply(); !st) quit(st.error());
-    int net_fd = s.net.watchers_end;
-    if (kind.takes_stdio) {
-        ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
-        if (net_fd >= 0 && net_fd != 3 && ::dup2(net_fd, 3) != 3) quit_silently();
-        if (net_fd >= 0) net_fd = 3;
-        if (::syscall(SYS_close_range, net_fd >= 0 ? 4U : 3U, ~0U, 0U) != 0) quit_silently();
-        ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
-    }
-    run_as_tenant(s.plan->creds, parent, SIGHUP,
-                  [&] { return watch_jail(WatchOrder{*s.plan, s.kind, s.ready_fd, net_fd}); });
-}
-
 }  // namespace
 
 Result<JailStart> SessionJailStart::make(const Plan& plan, int ready_fd, std::optional<NetHandoff> net) {
@@ -161,16 +126,48 @@ JailKind kind_of(const JailStart& start) {
     return std::visit([](const auto& s) { return std::decay_t<decltype(s)>::kind; }, start);
 }
 
+// The privileged sequence of every jail, on one screen. The child, root
+// until run_as_tenant, in this order: (1) the parent's end of the network
+// channel closed (its death: end of file); (2) a connection's descriptors
+// as its stdio, a session of its own (the caller's terminal is never the
+// jail's controlling terminal: no TIOCSTI, no job control of the caller's);
+// (3) the tenant's empty network namespace (an attach jail that plans it);
+// (4) the tenant's limits (pam_limits'); (5) its jails leaf and
+// RLIMIT_NPROC; (6) a connection's: nothing else of the supervisor's (its
+// endpoint, other connections, PAM's), the network channel as fd 3;
+// (7) the tenant (run_as_tenant: dies by SIGHUP with us), the watcher.
 Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
-    const Steps steps = steps_of(start);
+    const Steps s = steps_of(start);
+    const JailTraits kind = traits_of(s.kind);
     // Relayed signals stay pending until this process waits (supervise, or
     // the supervisor's signalfd): none ends it with a jail still running.
     if (auto st = block_relayed_signals(); !st) return st.error();
     const pid_t self = ::getpid();
     const pid_t child = fault::fail("fork") ? -1 : ::fork();
-    if (child == 0) become_watcher(steps, tenant, self);
     if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
-    return child;
+    if (child > 0) return child;
+    if (s.net.parents_end >= 0) ::close(s.net.parents_end);                                                // 1
+    if (kind.takes_stdio) {                                                                                // 2
+        for (std::size_t fd = 0; fd <= 2; ++fd)
+            if (::dup2(s.stdio->fd[fd], static_cast<int>(fd)) != static_cast<int>(fd)) quit_silently();
+        if (::setsid() < 0) quit_silently();
+    }
+    if (s.tenant_netns >= 0 && (fault::fail("setns") || ::setns(s.tenant_netns, CLONE_NEWNET) != 0))      // 3
+        quit(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") + std::strerror(errno)));
+    if (tenant.limits != nullptr && !apply_rlimits(*tenant.limits))                                        // 4
+        quit(fail(Exit::internal, "cannot set the tenant's limits"));
+    if (tenant.place != nullptr)                                                                           // 5
+        if (auto st = tenant.place->apply(); !st) quit(st.error());
+    int net_fd = s.net.watchers_end;
+    if (kind.takes_stdio) {                                                                                // 6
+        ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
+        if (net_fd >= 0 && net_fd != 3 && ::dup2(net_fd, 3) != 3) quit_silently();
+        if (net_fd >= 0) net_fd = 3;
+        if (::syscall(SYS_close_range, net_fd >= 0 ? 4U : 3U, ~0U, 0U) != 0) quit_silently();
+        ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
+    }
+    run_as_tenant(s.plan->creds, self, SIGHUP,                                                             // 7
+                  [&] { return watch_jail(WatchOrder{*s.plan, s.kind, s.ready_fd, net_fd}); });
 }
 
 Result<int> run_network_trial(const Plan& plan, const TenantCreds& net) {
