@@ -90,7 +90,7 @@ Result<JailStart> SessionJailStart::make(const Plan& plan, int ready_fd, std::op
     return JailStart(SessionJailStart(plan, ready_fd, net));
 }
 
-Result<JailStart> AttachJailStart::make(const Plan& plan, Stdio stdio, int tenant_netns) {
+Result<JailStart> AttachJailStart::make(const Plan& plan, const Stdio& stdio, int tenant_netns) {
     if (plan.action != JailAction::attach) return misfit("an attach jail runs a tmux client");
     if (!stdio_valid(stdio)) return misfit("a connection jail takes three descriptors");
     if ((plan.net == JailNet::tenant_empty) != (tenant_netns >= 0))
@@ -99,7 +99,7 @@ Result<JailStart> AttachJailStart::make(const Plan& plan, Stdio stdio, int tenan
     return JailStart(AttachJailStart(plan, stdio, tenant_netns));
 }
 
-Result<JailStart> OneOffJailStart::make(const Plan& plan, Stdio stdio, std::optional<NetHandoff> net) {
+Result<JailStart> OneOffJailStart::make(const Plan& plan, const Stdio& stdio, std::optional<NetHandoff> net) {
     if (plan.action != JailAction::command) return misfit("a one-off jail runs the caller's command");
     if (!stdio_valid(stdio)) return misfit("a connection jail takes three descriptors");
     if ((plan.net == JailNet::isolated) != net.has_value() || (net && !net_valid(*net)))
@@ -108,7 +108,7 @@ Result<JailStart> OneOffJailStart::make(const Plan& plan, Stdio stdio, std::opti
     return JailStart(OneOffJailStart(plan, stdio, net));
 }
 
-Result<JailStart> QueryJailStart::make(const Plan& plan, Stdio stdio) {
+Result<JailStart> QueryJailStart::make(const Plan& plan, const Stdio& stdio) {
     if (plan.action != JailAction::list_sessions && plan.action != JailAction::kill_session)
         return misfit("a query jail lists or kills tmux sessions");
     if (!stdio_valid(stdio)) return misfit("a query jail takes three descriptors");

@@ -91,38 +91,38 @@ class AttachJailStart {
     static constexpr JailKind kind = JailKind::attach;
     // plan.action attach; `tenant_netns` (the tenant's empty network
     // namespace, joined before the drop) exactly when the plan joins it.
-    static Result<JailStart> make(const Plan& plan, Stdio stdio, int tenant_netns);
+    static Result<JailStart> make(const Plan& plan, const Stdio& stdio, int tenant_netns);
     const Plan& plan;
     const Stdio stdio;
     const int tenant_netns;
 
   private:
-    AttachJailStart(const Plan& p, Stdio s, int netns) : plan(p), stdio(s), tenant_netns(netns) {}
+    AttachJailStart(const Plan& p, const Stdio& s, int netns) : plan(p), stdio(s), tenant_netns(netns) {}
 };
 
 class OneOffJailStart {
   public:
     static constexpr JailKind kind = JailKind::one_off;
     // plan.action command; `net` exactly when the plan is isolated.
-    static Result<JailStart> make(const Plan& plan, Stdio stdio, std::optional<NetHandoff> net);
+    static Result<JailStart> make(const Plan& plan, const Stdio& stdio, std::optional<NetHandoff> net);
     const Plan& plan;
     const Stdio stdio;
     const std::optional<NetHandoff> net;
 
   private:
-    OneOffJailStart(const Plan& p, Stdio s, std::optional<NetHandoff> n) : plan(p), stdio(s), net(n) {}
+    OneOffJailStart(const Plan& p, const Stdio& s, std::optional<NetHandoff> n) : plan(p), stdio(s), net(n) {}
 };
 
 class QueryJailStart {
   public:
     static constexpr JailKind kind = JailKind::query;
     // plan.action list_sessions or kill_session, no network at all.
-    static Result<JailStart> make(const Plan& plan, Stdio stdio);
+    static Result<JailStart> make(const Plan& plan, const Stdio& stdio);
     const Plan& plan;
     const Stdio stdio;
 
   private:
-    QueryJailStart(const Plan& p, Stdio s) : plan(p), stdio(s) {}
+    QueryJailStart(const Plan& p, const Stdio& s) : plan(p), stdio(s) {}
 };
 
 class NetTrialStart {
