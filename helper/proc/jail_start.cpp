@@ -146,28 +146,32 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
     const pid_t child = fault::fail("fork") ? -1 : ::fork();
     if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
     if (child > 0) return child;
-    if (s.net.parents_end >= 0) ::close(s.net.parents_end);                                                // 1
-    if (kind.takes_stdio) {                                                                                // 2
-        for (std::size_t fd = 0; fd <= 2; ++fd)
-            if (::dup2(s.stdio->fd[fd], static_cast<int>(fd)) != static_cast<int>(fd)) quit_silently();
-        if (::setsid() < 0) quit_silently();
-    }
-    if (s.tenant_netns >= 0 && (fault::fail("setns") || ::setns(s.tenant_netns, CLONE_NEWNET) != 0))      // 3
-        quit(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") + std::strerror(errno)));
-    if (tenant.limits != nullptr && !apply_rlimits(*tenant.limits))                                        // 4
-        quit(fail(Exit::internal, "cannot set the tenant's limits"));
-    if (tenant.place != nullptr)                                                                           // 5
-        if (auto st = tenant.place->apply(); !st) quit(st.error());
-    int net_fd = s.net.watchers_end;
-    if (kind.takes_stdio) {                                                                                // 6
-        ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
-        if (net_fd >= 0 && net_fd != 3 && ::dup2(net_fd, 3) != 3) quit_silently();
-        if (net_fd >= 0) net_fd = 3;
-        if (::syscall(SYS_close_range, net_fd >= 0 ? 4U : 3U, ~0U, 0U) != 0) quit_silently();
-        ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
-    }
-    run_as_tenant(s.plan->creds, self, SIGHUP,                                                             // 7
-                  [&] { return watch_jail(WatchOrder{*s.plan, s.kind, s.ready_fd, net_fd}); });
+    // The child: noexcept, so nothing it throws unwinds into our caller's code.
+    [&]() noexcept {
+        if (s.net.parents_end >= 0) ::close(s.net.parents_end);                                                // 1
+        if (kind.takes_stdio) {                                                                                // 2
+            for (std::size_t fd = 0; fd <= 2; ++fd)
+                if (::dup2(s.stdio->fd[fd], static_cast<int>(fd)) != static_cast<int>(fd)) quit_silently();
+            if (::setsid() < 0) quit_silently();
+        }
+        if (s.tenant_netns >= 0 && (fault::fail("setns") || ::setns(s.tenant_netns, CLONE_NEWNET) != 0))      // 3
+            quit(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") + std::strerror(errno)));
+        if (tenant.limits != nullptr && !apply_rlimits(*tenant.limits))                                        // 4
+            quit(fail(Exit::internal, "cannot set the tenant's limits"));
+        if (tenant.place != nullptr)                                                                           // 5
+            if (auto st = tenant.place->apply(); !st) quit(st.error());
+        int net_fd = s.net.watchers_end;
+        if (kind.takes_stdio) {                                                                                // 6
+            ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
+            if (net_fd >= 0 && net_fd != 3 && ::dup2(net_fd, 3) != 3) quit_silently();
+            if (net_fd >= 0) net_fd = 3;
+            if (::syscall(SYS_close_range, net_fd >= 0 ? 4U : 3U, ~0U, 0U) != 0) quit_silently();
+            ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
+        }
+        run_as_tenant(s.plan->creds, self, SIGHUP,                                                             // 7
+                      [&] { return watch_jail(WatchOrder{*s.plan, s.kind, s.ready_fd, net_fd}); });
+    }();
+    quit_silently();
 }
 
 Result<int> run_network_trial(const Plan& plan, const TenantCreds& net) {
