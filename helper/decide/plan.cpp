@@ -170,8 +170,8 @@ std::vector<std::string> render_bwrap_argv(const Plan& plan) {
     a.emplace_back("--die-with-parent");
     // The session jail belongs to no terminal and no caller's process group
     // or session: nothing a connection does reaches it as a signal.
-    if (plan.own_session) a.emplace_back("--new-session");
-    if (plan.reports_status) a.insert(a.end(), {"--json-status-fd", std::to_string(kStatusFd)});
+    if (plans_own_session(plan.action)) a.emplace_back("--new-session");
+    if (plans_status_report(plan.action)) a.insert(a.end(), {"--json-status-fd", std::to_string(kStatusFd)});
     // No TIOCSTI/TIOCLINUX into the caller's terminal (seccomp_filter.hpp);
     // kept with nested_sandbox: filters are inherited by every inner sandbox.
     a.insert(a.end(), {"--seccomp", std::to_string(kSeccompFd)});
@@ -288,11 +288,9 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidR
     if (plan.net == JailNet::host)
         plan.warnings.emplace_back("network = host: the jail shares the host's network (services on its loopback and "
                                    "addresses, other tenants' listeners, abstract sockets)");
-    plan.own_session = request.action == JailAction::serve;
     // The tenants' own sandboxes run where their work runs, never in a
     // client jail (a tmux client needs none).
     plan.nested_sandbox = policy.nested_sandbox && !is_client_action(request.action);
-    plan.reports_status = request.action == JailAction::command;
     plan.socket_dir = tmux_socket_dir(t);
 
     plan.proc_source = proc.value().source();

@@ -67,6 +67,13 @@ std::string_view jail_action_name(JailAction action);
 // socket: no network at all, and nothing of them outlives the connection.
 bool is_client_action(JailAction action);
 
+// What the action decides of bwrap's argv (render_bwrap_argv) and of the
+// jail's start (proc/jail_start.hpp, whose kinds agree): the session jail in
+// a session of its own (--new-session); a one-off jail's status reported on
+// kStatusFd (--json-status-fd).
+constexpr bool plans_own_session(JailAction action) { return action == JailAction::serve; }
+constexpr bool plans_status_report(JailAction action) { return action == JailAction::command; }
+
 struct Request {
     JailAction action{JailAction::attach};
     std::string session;               // attach and kill_session
@@ -93,9 +100,7 @@ struct Plan {
     JailNet net{JailNet::none};
     std::vector<std::string> net_argv;  // isolated: the user-mode network process (net.hpp)
     std::string resolv_conf;            // isolated: the jail's /etc/resolv.conf
-    bool own_session{false};            // a session of its own (--new-session)
     bool nested_sandbox{false};         // may create user namespaces (no --disable-userns)
-    bool reports_status{false};         // --json-status-fd kStatusFd (one-off jails)
     std::vector<Mount> mounts;          // after --dev and before the home's bind
     std::vector<std::string> command;   // what runs in the jail
     std::vector<std::string> argv;      // render_bwrap_argv(*this); argv[0] == bwrap

@@ -22,6 +22,8 @@
 #include "base/log.hpp"
 #include "decide/plan.hpp"
 #include "decide/request.hpp"
+#include "proc/jail_start.hpp"
+#include "proc/supervise.hpp"
 
 namespace clihost {
 namespace {
@@ -367,8 +369,12 @@ private:
             return refuse(fail(Exit::internal, "socketpair failed"));
         const UniqueFd ours(chan[0]);
         UniqueFd theirs(chan[1]);
-        const int stdio[3] = {fds[0].get(), fds[1].get(), fds[2].get()};
-        auto pid = spawn_connection_jail(plan.value(), stdio, netns.get(), theirs.get(), c_.limits, &c_.place);
+        const Stdio stdio{{fds[0].get(), fds[1].get(), fds[2].get()}};
+        auto start = attach ? AttachJailStart::make(plan.value(), stdio, netns.get())
+                            : OneOffJailStart::make(plan.value(), stdio,
+                                                    isolated ? std::optional(NetHandoff{theirs.get(), ours.get()}) : std::nullopt);
+        if (!start) return refuse(start.error());
+        auto pid = start_jail(start.value(), TenantContext{&c_.limits, &c_.place});
         if (!pid) return refuse(pid.error());
         theirs.reset();  // the watcher's end is the watcher's alone now
         c.watcher = pid.value();

@@ -14,7 +14,7 @@
 #include "base/unique_fd.hpp"
 #include "host/cgroup.hpp"
 #include "host/runtime_state.hpp"
-#include "proc/launch.hpp"
+#include "proc/rlimits.hpp"
 #include "proc/net.hpp"
 #include "proc/session.hpp"
 
@@ -54,7 +54,7 @@ struct OwnerEnd {
 
 // Serves the tenant's connections: each request (decide/request.hpp) from
 // a root peer, with its three descriptors checked, starts a connection jail
-// (spawn_connection_jail) with the tenant's limits and PAM's environment;
+// (start_jail: AttachJailStart, OneOffJailStart) with the tenant's limits and PAM's environment;
 // its status goes back to its front. An attach that finds no session jail
 // starts one first. A hang-up or the front's end ends that jail (SIGHUP or
 // SIGTERM, SIGKILL after 3 s). A handshake has 2 s; at most 8 are pending.

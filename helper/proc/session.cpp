@@ -1,9 +1,7 @@
 // session.cpp: find, start, stop the session jail. The privileged sequence
-// Size: the supervisor's whole start on one screen per step (clean state, PAM,
-// the session jail, its endpoint and record) and stop; the event loop is owner.cpp.
-// of a start, on one screen, is serve_session().
-// Size: the supervisor's whole start (clean state, cgroup, PAM, watcher,
-// record, endpoint) stays in one file so that its order reads top to bottom.
+// of a start, on one screen, is serve_session(); the event loop is owner.cpp.
+// Size: the supervisor's whole start (clean state, cgroup, PAM, the session
+// jail, record, endpoint) and stop stay in one file, read top to bottom.
 #include "proc/session.hpp"
 
 #include <fcntl.h>
@@ -31,7 +29,8 @@
 #include <optional>
 
 #include "base/fault.hpp"
-#include "proc/launch.hpp"
+#include "proc/jail_start.hpp"
+#include "proc/supervise.hpp"
 #include "host/placement.hpp"
 #include "base/log.hpp"
 #include "proc/net.hpp"
@@ -186,7 +185,9 @@ Result<SessionJail> start_session_jail(const SessionStart& s, const ValidRequest
         return fail(Exit::internal, "socketpair failed");
     }
     const UniqueFd ours(chan[0]);
-    auto watcher = spawn_session_watcher(plan.value(), ready[1], chan[1], chan[0], limits, &place);
+    auto start = SessionJailStart::make(plan.value(), ready[1],
+                                        net != nullptr ? std::optional(NetHandoff{chan[1], chan[0]}) : std::nullopt);
+    auto watcher = start ? start_jail(start.value(), TenantContext{&limits, &place}) : Result<pid_t>(start.error());
     ::close(ready[1]);
     if (chan[1] >= 0) ::close(chan[1]);
     if (!watcher) return watcher.error();

@@ -1,0 +1,197 @@
+// jail_start.cpp: the kinds' factories and the one start of any jail. May
+// fork, and in the child (root until run_as_tenant) take the jail's
+// descriptors, network namespace, limits and cgroup before the drop; every
+// path of the child ends in _exit. The privileged sequence of every jail is
+// start_jail's, on one screen.
+#include "proc/jail_start.hpp"
+
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "base/fault.hpp"
+#include "base/unique_fd.hpp"
+#include "priv/privdrop.hpp"
+#include "proc/net.hpp"
+#include "proc/supervise.hpp"
+#include "proc/watcher.hpp"
+
+namespace clihost {
+namespace {
+
+// How long check's trial may take to attach its network.
+constexpr int kStartSeconds = 10;
+
+// The plan's own shape (render_bwrap_argv: --new-session, --json-status-fd)
+// and the kind's must agree: both follow the action.
+static_assert(traits_of(JailKind::session).own_session == plans_own_session(JailAction::serve));
+static_assert(!traits_of(JailKind::attach).own_session && !traits_of(JailKind::one_off).own_session &&
+              !traits_of(JailKind::query).own_session && !traits_of(JailKind::net_trial).own_session);
+static_assert(traits_of(JailKind::one_off).reports_status == plans_status_report(JailAction::command));
+static_assert(traits_of(JailKind::net_trial).reports_status == plans_status_report(JailAction::command));
+static_assert(!traits_of(JailKind::session).reports_status && !traits_of(JailKind::attach).reports_status &&
+              !traits_of(JailKind::query).reports_status);
+
+Error misfit(const char* what) { return fail(Exit::internal, what); }
+
+bool stdio_valid(const Stdio& s) { return s.fd[0] >= 0 && s.fd[1] >= 0 && s.fd[2] >= 0; }
+
+bool net_valid(const NetHandoff& n) { return n.watchers_end >= 0 && n.parents_end >= 0; }
+
+// The typed start, read once for the child's linear sequence.
+struct Steps {
+    const Plan* plan{nullptr};
+    JailKind kind{};
+    const Stdio* stdio{nullptr};
+    int tenant_netns{-1};
+    NetHandoff net{};
+    int ready_fd{-1};
+};
+
+Steps steps_of(const JailStart& start) {
+    return std::visit(
+        [](const auto& s) {
+            Steps x{&s.plan, std::decay_t<decltype(s)>::kind};
+            if constexpr (requires { s.stdio; }) x.stdio = &s.stdio;
+            if constexpr (requires { s.tenant_netns; }) x.tenant_netns = s.tenant_netns;
+            if constexpr (requires { s.ready_fd; }) x.ready_fd = s.ready_fd;
+            if constexpr (requires { s.net.value(); }) {
+                if (s.net) x.net = *s.net;
+            } else if constexpr (requires { s.net; }) {
+                x.net = s.net;
+            }
+            return x;
+        },
+        start);
+}
+
+[[noreturn]] void quit(const Error& e) noexcept {
+    report_tenant_failure(e);
+    ::_exit(static_cast<int>(e.code));
+}
+
+[[noreturn]] void quit_silently() noexcept { ::_exit(static_cast<int>(Exit::internal)); }
+
+}  // namespace
+
+Result<JailStart> SessionJailStart::make(const Plan& plan, int ready_fd, std::optional<NetHandoff> net) {
+    if (plan.action != JailAction::serve) return misfit("a session jail serves tmux");
+    if (ready_fd < 0) return misfit("a session jail reports its start");
+    if ((plan.net == JailNet::isolated) != net.has_value() || (net && !net_valid(*net)))
+        return misfit("an isolated jail hands its namespaces over, and only it");
+    if (plan.net == JailNet::tenant_empty) return misfit("a session jail holds the tenant's namespace, it joins none");
+    return JailStart(SessionJailStart(plan, ready_fd, net));
+}
+
+Result<JailStart> AttachJailStart::make(const Plan& plan, const Stdio& stdio, int tenant_netns) {
+    if (plan.action != JailAction::attach) return misfit("an attach jail runs a tmux client");
+    if (!stdio_valid(stdio)) return misfit("a connection jail takes three descriptors");
+    if ((plan.net == JailNet::tenant_empty) != (tenant_netns >= 0))
+        return misfit("an attach jail joins the tenant's empty network namespace only as planned");
+    if (plan.net != JailNet::none && plan.net != JailNet::tenant_empty) return misfit("an attach jail has no network");
+    return JailStart(AttachJailStart(plan, stdio, tenant_netns));
+}
+
+Result<JailStart> OneOffJailStart::make(const Plan& plan, const Stdio& stdio, std::optional<NetHandoff> net) {
+    if (plan.action != JailAction::command) return misfit("a one-off jail runs the caller's command");
+    if (!stdio_valid(stdio)) return misfit("a connection jail takes three descriptors");
+    if ((plan.net == JailNet::isolated) != net.has_value() || (net && !net_valid(*net)))
+        return misfit("an isolated one-off jail hands its namespaces over, and only it");
+    if (plan.net == JailNet::tenant_empty) return misfit("only an attach jail joins the tenant's namespace");
+    return JailStart(OneOffJailStart(plan, stdio, net));
+}
+
+Result<JailStart> QueryJailStart::make(const Plan& plan, const Stdio& stdio) {
+    if (plan.action != JailAction::list_sessions && plan.action != JailAction::kill_session)
+        return misfit("a query jail lists or kills tmux sessions");
+    if (!stdio_valid(stdio)) return misfit("a query jail takes three descriptors");
+    if (plan.net != JailNet::none) return misfit("a query jail has no network");
+    return JailStart(QueryJailStart(plan, stdio));
+}
+
+Result<JailStart> NetTrialStart::make(const Plan& plan, NetHandoff net) {
+    if (plan.net != JailNet::isolated || plan.action != JailAction::command || !net_valid(net))
+        return misfit("the network trial is an isolated one-off jail");
+    return JailStart(NetTrialStart(plan, net));
+}
+
+JailKind kind_of(const JailStart& start) {
+    return std::visit([](const auto& s) { return std::decay_t<decltype(s)>::kind; }, start);
+}
+
+// The privileged sequence of every jail, on one screen. The child, root
+// until run_as_tenant, in this order: (1) the parent's end of the network
+// channel closed (its death: end of file); (2) a connection's descriptors
+// as its stdio, a session of its own (the caller's terminal is never the
+// jail's controlling terminal: no TIOCSTI, no job control of the caller's);
+// (3) the tenant's empty network namespace (an attach jail that plans it);
+// (4) the tenant's limits (pam_limits'); (5) its jails leaf and
+// RLIMIT_NPROC; (6) a connection's: nothing else of the supervisor's (its
+// endpoint, other connections, PAM's), the network channel as fd 3;
+// (7) the tenant (run_as_tenant: dies by SIGHUP with us), the watcher.
+Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
+    const Steps s = steps_of(start);
+    const JailTraits kind = traits_of(s.kind);
+    // Relayed signals stay pending until this process waits (supervise, or
+    // the supervisor's signalfd): none ends it with a jail still running.
+    if (auto st = block_relayed_signals(); !st) return st.error();
+    const pid_t self = ::getpid();
+    const pid_t child = fault::fail("fork") ? -1 : ::fork();
+    if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
+    if (child > 0) return child;
+    // The child: noexcept, so nothing it throws unwinds into our caller's code.
+    [&]() noexcept {
+        if (s.net.parents_end >= 0) ::close(s.net.parents_end);                                                // 1
+        if (kind.takes_stdio) {                                                                                // 2
+            for (std::size_t fd = 0; fd <= 2; ++fd)
+                if (::dup2(s.stdio->fd[fd], static_cast<int>(fd)) != static_cast<int>(fd)) quit_silently();
+            if (::setsid() < 0) quit_silently();
+        }
+        if (s.tenant_netns >= 0 && (fault::fail("setns") || ::setns(s.tenant_netns, CLONE_NEWNET) != 0))      // 3
+            quit(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") + std::strerror(errno)));
+        if (tenant.limits != nullptr && !apply_rlimits(*tenant.limits))                                        // 4
+            quit(fail(Exit::internal, "cannot set the tenant's limits"));
+        if (tenant.place != nullptr)                                                                           // 5
+            if (auto st = tenant.place->apply(); !st) quit(st.error());
+        int net_fd = s.net.watchers_end;
+        if (kind.takes_stdio) {                                                                                // 6
+            ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
+            if (net_fd >= 0 && net_fd != 3 && ::dup2(net_fd, 3) != 3) quit_silently();
+            if (net_fd >= 0) net_fd = 3;
+            if (::syscall(SYS_close_range, net_fd >= 0 ? 4U : 3U, ~0U, 0U) != 0) quit_silently();
+            ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
+        }
+        run_as_tenant(s.plan->creds, self, SIGHUP,                                                             // 7
+                      [&] { return watch_jail(WatchOrder{*s.plan, s.kind, s.ready_fd, net_fd}); });
+    }();
+    quit_silently();
+}
+
+Result<int> run_network_trial(const Plan& plan, const TenantCreds& net) {
+    int chan[2] = {-1, -1};
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
+        return fail(Exit::internal, "socketpair failed");
+    UniqueFd ours(chan[0]);
+    UniqueFd theirs(chan[1]);
+    auto start = NetTrialStart::make(plan, {theirs.get(), ours.get()});
+    if (!start) return start.error();
+    auto child = start_jail(start.value(), TenantContext{});
+    theirs.reset();  // the watcher's end is the watcher's alone now
+    if (!child) return child.error();
+    auto user_net = attach_user_net(ours.get(), net, kStartSeconds);
+    ours.reset();
+    // The watcher holds bwrap's gate: never SIGKILLed here; with our end of
+    // the channel closed it ends bwrap itself (send_namespaces).
+    const int status = supervise(child.value());
+    if (!user_net && user_net.error().message != kJailEndedEarly) return user_net.error();
+    return exit_status_of(status);
+}
+
+}  // namespace clihost
