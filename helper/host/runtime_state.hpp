@@ -21,10 +21,12 @@
 
 namespace clihost {
 
-// The record format this build writes: v2 names the supervisor's endpoint
-// (UID.sock in the runtime directory). A v1 record is a session jail of a
-// build before the owner model (no endpoint): read, recognised, only stopped.
-inline constexpr int kRecordVersion = 2;
+// The record format this build writes: v3 names the supervisor's endpoint
+// (UID.sock in the runtime directory), which speaks protocol version 3
+// (decide/request.hpp: list and kill are queries). A v2 record is a
+// supervisor of protocol version 2, a v1 record a session jail of a build
+// before the owner model (no endpoint): read, recognised, only stopped.
+inline constexpr int kRecordVersion = 3;
 
 struct SupervisorRecord {
     std::string tenant;               // the account name when it started
@@ -36,8 +38,8 @@ struct SupervisorRecord {
     int version{kRecordVersion};      // 1: a session jail of a build before the owner model
 };
 
-// One line, "v2 TENANT UID PID START_TICKS BOOT_ID STARTED UID.sock\n" (v1:
-// without the endpoint). Pure.
+// One line, "v3 TENANT UID PID START_TICKS BOOT_ID STARTED UID.sock\n" (v2:
+// the same; v1: without the endpoint). Pure.
 std::string format_record(const SupervisorRecord& r);
 // Strict inverse of format_record; anything else is an error. Pure, fuzzable.
 Result<SupervisorRecord> parse_record(std::string_view text);

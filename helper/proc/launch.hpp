@@ -41,8 +41,9 @@ bool apply_rlimits(const Rlimits& r);
 // be real directories owned by the tenant; the latter ends up mode 0700.
 Status prepare_socket_dir(const std::string& home, uid_t uid);
 
-// This process becomes the tenant and execs the jail (client jails: list, kill). It dies with `expected_parent` (the caller,
-// read before any fork). Never returns: a failure is logged and exits.
+// This process becomes the tenant and execs the jail (`check`'s jail trial).
+// It dies with `expected_parent` (the caller, read before any fork). Never
+// returns: a failure is logged and exits.
 [[noreturn]] void exec_jail(const Plan& plan, pid_t expected_parent) noexcept;
 
 // The attach jail's status when its watcher found no tmux server on the
@@ -108,23 +109,11 @@ int exit_status_of(int status);
 void write_report(int fd, const Status& st);
 Status read_report(int fd, int seconds);
 
-// Runs client jails (list, kill), all at once, each with its stdout and
-// stderr captured (up to `max` bytes each; more is read and dropped). Each
-// gets until `deadline_ms` from now (-1: no deadline) to end; one that has
-// not is SIGKILLed and reaped (timed_out). A jail that could not start has
-// status -1.
-struct Captured {
-    int status{-1};
-    bool timed_out{false};
-    std::string out;
-    std::string err;
-};
-std::vector<Captured> capture_jails(const std::vector<const Plan*>& plans, std::size_t max, int deadline_ms);
-Captured capture_jail(const Plan& plan, std::size_t max, int deadline_ms = -1);
-
-// Every query of a tenant's tmux (list, kill) ends within this: a tenant's
-// hook that sleeps delays nobody past it.
-inline constexpr int kTenantQueryDeadlineMs = 2000;
+// `check`'s jail trial (a tenant process outside the owner, ended before
+// `check` returns): a one-off jail of `plan` (network none or host) exec'd
+// by a child of ours, its stdio on /dev/null, waited for. Returns its exit
+// status (-1: it could not start).
+int trial_jail_status(const Plan& plan);
 
 // Runs argv as the tenant (or as `creds` for check without a tenant) after
 // the full drop; returns the first line of its stdout ("" on failure).
