@@ -32,7 +32,9 @@ Result<RunningQuery> start_query(const OwnerContext& ctx, HandoverKind kind, con
     if (!is_query(kind)) return fail(Exit::internal, "a query jail lists or kills");
     const bool list = kind == HandoverKind::list;
     const Request req{list ? JailAction::list_sessions : JailAction::kill_session, list ? "" : session, {}};
-    auto plan = build_plan(ctx.start.policy, ctx.start.tenant, req, ctx.start.probe, {}, ctx.pam_env);
+    // The session jail's environment (its first caller's extra_env values,
+    // PAM's): its tmux client speaks as its tmux server was started.
+    auto plan = build_plan(ctx.start.policy, ctx.start.tenant, req, ctx.start.probe, ctx.start.caller_env, ctx.pam_env);
     if (!plan) return plan.error();
     const UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     RunningQuery q;
