@@ -95,6 +95,13 @@ public:
     Status write_settings(const SupervisorRecord& r, const JailSettings& settings) const;
     std::optional<JailSettings> read_settings(const SupervisorRecord& r) const;
 
+    // Whether the supervisor `pid` of `uid` runs a session jail now (or only
+    // one-off jails): UID.session, root's, naming that pid, written when its
+    // session jail starts and removed when it ends (and by remove_if), so
+    // that `stop` says truthfully what it stopped.
+    void mark_session_jail(uid_t uid, pid_t pid, bool running) const;
+    bool runs_session_jail(const SupervisorRecord& r) const;
+
     // The tenant's empty network namespace, which its attach jails join
     // rather than each making one (bwrap's --unshare-net, and the namespace's
     // teardown, cost every connection about 1.3 ms of CPU here). Made by the session

@@ -83,6 +83,7 @@ public:
           listener_(std::move(listener)), attach_netns_(c_.attach_netns) {
         end_.session_ran = session_ > 0;
         if (session_ < 0) idle_until_ = std::time(nullptr) + kFirstConnectionSeconds;
+        else c_.dir.mark_session_jail(uid(), ::getpid(), true);
     }
 
     // The event loop.
@@ -206,6 +207,7 @@ private:
             }
             if (pid == session_) {
                 session_ = -1;
+                c_.dir.mark_session_jail(uid(), ::getpid(), false);
                 session_status_ = st;
                 end_user_net(session_net_);
                 session_ended();
@@ -415,6 +417,7 @@ private:
             if (!started) return refuse(started.error());
             session_ = started.value().watcher;
             session_net_ = std::move(started.value().net);
+            c_.dir.mark_session_jail(uid(), ::getpid(), true);
             end_.session_ran = true;
             ctx.session = rq.session;
             log::audit("allow", "session jail started by supervisor " + std::to_string(::getpid()) + ", watcher " +

@@ -119,7 +119,7 @@ def test_the_query_jail_is_the_supervisors_in_the_tenants_jails_cgroup(host, ali
     assert wait_until(lambda: not tenant_processes_running(alice, b"list-sessions"), 5)
 
 
-def test_a_supervisor_of_one_off_jails_only_lists_no_session_and_kill_refuses(host, alice, terms):
+def test_a_supervisor_of_one_off_jails_only_lists_no_session_kill_refuses_and_stop_says_so(host, alice, terms):
     one = PtyProcess([host.bin, "run", "--user", alice, "--session", new_session(), "--", "/bin/sleep", "4347"],
                      user=PROXY)
     terms.append(one)
@@ -136,6 +136,15 @@ def test_a_supervisor_of_one_off_jails_only_lists_no_session_and_kill_refuses(ho
     assert k.returncode == 1 and k.stderr == f"clihost-jail: tenant {alice} has no session jail\n", k
     # The one-off jail ran on throughout.
     assert tenant_processes_running(alice, b"sleep 4347")
+    # stop says what it stopped: a supervisor, no session jail.
+    r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+    assert r.returncode == 0 and r.stdout == f"{alice}: supervisor stopped (no session jail)\n", r
+    assert wait_until(lambda: not host.processes_of(alice), 5), host.processes_of(alice)
+    # Control: a supervisor with its session jail is named as such.
+    t = attach(host, alice, new_session(), terms)
+    assert shell_ready(t), t.output()
+    r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+    assert r.returncode == 0 and r.stdout == f"{alice}: session jail stopped\n", r
 
 
 def test_list_and_kill_never_start_a_supervisor(host, alice, bob, terms):
