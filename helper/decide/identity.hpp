@@ -84,7 +84,7 @@ struct TenantCreds {
 
 inline TenantCreds creds_of(const Tenant& tenant) { return {tenant.account.uid, tenant.account.gid, tenant.groups}; }
 
-// Tenant rules (docs/ARCHITECTURE.md, "Guarantees"): never uid 0, in [tenants] group, uid in range,
+// Tenant rules (SECURITY.md, guarantee 3): never uid 0, in [tenants] group, uid in range,
 // home a clean absolute path to a real directory owned by them and not
 // group/world-writable, and not inside a directory the jail binds read-only.
 Result<Tenant> validate_tenant(const Policy& policy, const std::string& name, const AccountDb& db,

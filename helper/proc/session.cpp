@@ -218,7 +218,16 @@ Result<SessionJail> start_session_jail(const SessionStart& s, const std::vector<
 // jail. Started for an attach, it starts the session jail at once; for a
 // one-off, none (the first attach starts it). Returns its exit status.
 // The privileged sequence, on one screen.
-int serve_session(const SessionStart& s, int report_fd) {
+// The parent the double fork leaves us with once the first child is gone
+// (it exits right after forking us): init, or a subreaper above our
+// starter (a proxy that set PR_SET_CHILD_SUBREAPER, a user's service
+// manager). Waits at most 1 s for the first child's exit.
+pid_t adoptive_parent(pid_t first_child) {
+    for (int i = 0; i < 1000 && ::getppid() == first_child; ++i) ::usleep(1000);
+    return ::getppid();
+}
+
+int serve_session(const SessionStart& s, int report_fd, pid_t first_child) {
     auto& ctx = log::context();
     ctx.action = "session";
     ctx.session = "-";
@@ -231,6 +240,14 @@ int serve_session(const SessionStart& s, int report_fd) {
     // 1. A clean state: nothing of the caller.
     if (auto st = clean_state(report_fd); !st) return failed(st.error());
     report_fd = 3;
+    //    Our parent is init; a subreaper above the caller, if any, takes
+    //    us instead. It sees our end (SIGCHLD, wait) and can do nothing
+    //    else to us (we are root through and through): said, not refused.
+    if (const pid_t parent = adoptive_parent(first_child); parent != 1) {
+        std::string why("the supervisor's parent is pid ");
+        why.append(std::to_string(parent)).append(", a subreaper above its caller, not init: it sees only its end");
+        log::audit("warn", why);
+    }
     auto opened_dir = RuntimeDir::open();
     if (!opened_dir) return failed(opened_dir.error());
     const RuntimeDir& dir = opened_dir.value();
@@ -363,8 +380,9 @@ int serve_session(const SessionStart& s, int report_fd) {
         // the record is written.
         ::close(lock_fd);
         if (::setsid() >= 0) {
+            const pid_t self = ::getpid();
             const pid_t pid = ::fork();
-            if (pid == 0) code = serve_session(s, report_fd);
+            if (pid == 0) code = serve_session(s, report_fd, self);
             else code = pid < 0 ? static_cast<int>(Exit::internal) : 0;
         }
     } catch (...) {

@@ -34,16 +34,14 @@ import argparse
 import json
 import os
 import pwd
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
+from benchsetup import REPO, HostChanges
+
 CGROUP_ROOT = "/sys/fs/cgroup"
-PAM_FILE = "/etc/pam.d/clihost-jail"
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GROUP = "ctjcpu-tenants"
 TENANTS = {"A": ("ctjcpu-a", 8), "B": ("ctjcpu-b", 2)}
 QUIET = 0.1  # cores the rest of the machine may use in a round that counts for the target
@@ -111,20 +109,15 @@ def remove_cgroups(rel):
             d = os.path.dirname(d)
 
 
-class Bench:
+class Bench(HostChanges):
     def __init__(self, binary):
+        super().__init__()
         self.bin = binary
-        self.undo = []
         self.parent = "/".join(p for p in (own_cgroup(), "ctjcpu-tenants") if p)
 
     def setup(self):
-        if not os.path.exists(PAM_FILE):
-            shutil.copy(os.path.join(REPO, "pam", "clihost-jail"), PAM_FILE)
-            os.chmod(PAM_FILE, 0o644)
-            self.undo.append(lambda: os.unlink(PAM_FILE))
-        self.work = tempfile.mkdtemp(prefix="ctjcpu.", dir="/run")
-        os.chmod(self.work, 0o755)
-        self.undo.append(lambda: shutil.rmtree(self.work, ignore_errors=True))
+        self.install_pam_file()
+        self.work = self.make_work_dir("ctjcpu.")
         run("groupadd", "-f", GROUP)
         self.undo.append(lambda: run("groupdel", GROUP, check=False))
         for name, _ in TENANTS.values():
@@ -137,13 +130,6 @@ class Bench:
             f.write(f"[tenants]\ngroup = {GROUP}\n[jail]\nallow_caller_command = true\nnetwork = host\n"
                     f"[pam]\nsession = false\n[limits]\ncgroup_parent = {self.parent}\n")
         os.chmod(self.conf, 0o644)
-
-    def teardown(self):
-        for f in reversed(self.undo):
-            try:
-                f()
-            except Exception as e:  # keep undoing the rest
-                eprint("cleanup:", e)
 
     def argv(self, arm, tenant, loops, start, end):
         script = ["/usr/bin/python3", "-c", LOOPS, str(loops), f"{start:.3f}", f"{end:.3f}"]

@@ -39,7 +39,6 @@ import stat
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 
@@ -47,11 +46,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 import netpeer  # noqa: E402
+from benchsetup import HostChanges  # noqa: E402
 
 NET_GROUP = "clihost-jail-net"
 RULES = os.path.join(REPO, "install", "nftables", "clihost-jail.nft")
 TUN = "/dev/net/tun"
-PAM_FILE = "/etc/pam.d/clihost-jail"
 
 
 def eprint(*a):
@@ -75,11 +74,11 @@ def summary(xs):
     return {"n": len(xs), "median": statistics.median(xs), "p10": pct(xs, 0.1), "p90": pct(xs, 0.9)}
 
 
-class Bench:
+class Bench(HostChanges):
     def __init__(self, a):
+        super().__init__()
         self.a = a
         self.bin = os.path.abspath(a.bin)
-        self.undo = []
         self.tenant = "ctjnb" + uuid.uuid4().hex[:6]
         self.group = "ctjnb-tenants"
 
@@ -94,13 +93,8 @@ class Bench:
         tun_mode = stat.S_IMODE(os.stat(TUN).st_mode)
         os.chmod(TUN, 0o666)
         self.undo.append(lambda: os.chmod(TUN, tun_mode))
-        if not os.path.exists(PAM_FILE):
-            shutil.copy(os.path.join(REPO, "pam", "clihost-jail"), PAM_FILE)
-            os.chmod(PAM_FILE, 0o644)
-            self.undo.append(lambda: os.unlink(PAM_FILE))
-        self.work = tempfile.mkdtemp(prefix="ctjnb.", dir="/run")
-        os.chmod(self.work, 0o755)
-        self.undo.append(lambda: shutil.rmtree(self.work, ignore_errors=True))
+        self.install_pam_file()
+        self.work = self.make_work_dir("ctjnb.")
         shutil.copy(netpeer.__file__, os.path.join(self.work, "netpeer.py"))   # the test internet's servers
         os.chmod(os.path.join(self.work, "netpeer.py"), 0o644)
         run("groupadd", "-f", self.group)
@@ -134,13 +128,6 @@ class Bench:
         run("pkill", "-KILL", "-u", self.tenant, check=False)
         run("userdel", "-r", "-f", self.tenant, check=False)
         run("groupdel", self.group, check=False)
-
-    def teardown(self):
-        for f in reversed(self.undo):
-            try:
-                f()
-            except Exception as e:  # keep undoing the rest
-                eprint("cleanup:", e)
 
     # ----------------------------------------------------------- running --
     def helper(self, mode, *args, check=True, timeout=60):

@@ -37,6 +37,7 @@ import pytest
 
 from conftest import (BUILD_BIN, REPO, TEST_CONFIG, cgroup_controllers, cgroup_missing, cgroup_writable, log_lines,
                       logged_at, pids, sh, wait_until)
+from forkbomb import FORKS
 from ptyutil import PtyProcess
 
 RUNC = shutil.which("runc") or "/usr/sbin/runc"
@@ -664,25 +665,6 @@ def test_no_new_privileges_makes_the_setuid_helper_powerless(world):
 
 # --- [limits] in a container (SECURITY.md, "Per-tenant resources") ---------------------------
 
-# argv: N. Forks N children that sleep 20 s (a failed fork is counted, not
-# fatal and not retried), prints how many forks worked, exits (the jail's
-# pid namespace then ends the children).
-FORKS = """
-import os, sys, time
-kids = 0
-for _ in range(int(sys.argv[1])):
-    try:
-        pid = os.fork()
-    except OSError:
-        continue
-    if pid == 0:
-        time.sleep(20)
-        os._exit(0)
-    kids += 1
-print(kids, end="", flush=True)
-if len(sys.argv) > 2:
-    time.sleep(20)
-"""
 ALLOCATE = "b = bytearray(200 << 20); print(len(b))"  # 200 MiB, touched
 # argv: CGROUP_PROCS. Enters that cgroup, forks 15 children (they sleep 2 s),
 # prints how many forks worked.
@@ -714,7 +696,7 @@ def alice_jails(controller):
 
 
 def forks(c, n):
-    r = c.as_proxy(["run", "--user", ALICE, "--session", "forks", "--", "/usr/bin/python3", "-c", FORKS, str(n)])
+    r = c.as_proxy(["run", "--user", ALICE, "--session", "forks", "--", "/usr/bin/python3", "-c", FORKS, str(n), "-"])
     assert r.returncode == 0, r
     return int(r.stdout)
 
@@ -733,7 +715,7 @@ def test_a_delegated_cgroup_enforces_tasks_max_and_memory_max(world):
         assert cgroups and cgroups[0].endswith(", tenants' cgroups under clihost-jail"), r
         # 60 forks with tasks_max 40, the children kept while we look.
         bomb = subprocess.Popen(c._process_file([HELPER, "run", "--user", ALICE, "--session", "bomb", "--",
-                                                 "/usr/bin/python3", "-c", FORKS, "60", "wait"], PROXY_UID, PROXY_UID,
+                                                 "/usr/bin/python3", "-c", FORKS, "60", "-", "wait"], PROXY_UID, PROXY_UID,
                                                 ()), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 stdin=subprocess.DEVNULL)
         try:

@@ -17,6 +17,7 @@ import pytest
 from conftest import (CGROUP_PARENT, CGROUP_ROOT, PROXY, RUNTIME_DIR, _own_cgroup, cgroup_dirs, front_and_supervisor_lines,
                       log_lines, logged_at,
                       new_session, remove_cgroup_tree, start_as, tenant_cgroup, wait_until)
+from forkbomb import FORKS
 from ptyutil import PtyProcess, attach, shell_ready
 
 V1 = not os.path.exists(CGROUP_ROOT + "/cgroup.controllers")
@@ -62,29 +63,6 @@ def connect(host, tenant, terms, conf, session=None, argv_prefix=()):
     return t
 
 
-# argv: N FILE. Forks N children that sleep, writes how many forks worked to
-# FILE (-: stdout, and no wait), then waits for them (they end after 20 s, or with the jail).
-FORKS = """
-import os, sys, time
-kids = 0
-for _ in range(int(sys.argv[1])):
-    try:
-        pid = os.fork()
-    except OSError:
-        continue
-    if pid == 0:
-        time.sleep(20)
-        os._exit(0)
-    kids += 1
-if sys.argv[2] == "-":
-    print(kids, end="")
-else:
-    with open(sys.argv[2], "w") as f:
-        f.write(str(kids))
-    time.sleep(20)
-""".replace("'", '"')
-
-
 def test_tasks_max_bounds_a_tenant_and_another_tenant_still_forks(host, alice, bob):
     need_controllers("pids")
     conf = host.config_variant(replace={"limits": {"tasks_max": "100"}, "jail": {"network": "host"}})
@@ -92,7 +70,7 @@ def test_tasks_max_bounds_a_tenant_and_another_tenant_still_forks(host, alice, b
     # alice starts 150 sleeps; the jail's pid namespace shows how many live.
     # alice forks 150 times (python: a failed fork is counted, not fatal
     # and not retried, as dash's and bash's are) and keeps her children.
-    script = f"python3 -c '{FORKS}' 150 $HOME/ctj-tasks"
+    script = f"python3 -c '{FORKS}' 150 $HOME/ctj-tasks wait"
     bomb = start_as(None, host.jail(alice, script), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         counted = os.path.join(host.home(alice), "ctj-tasks")

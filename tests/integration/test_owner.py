@@ -20,7 +20,8 @@ import time
 
 import pytest
 
-from conftest import PROXY, RUNTIME_DIR, install_faults_bin, new_session, proc_status, sh, spawn, wait_until
+from conftest import (PROXY, RUNTIME_DIR, install_faults_bin, log_lines, logged_at, new_session, proc_status, sh, spawn,
+                      wait_until)
 from ptyutil import PtyProcess, attach, shell_ready
 
 
@@ -402,3 +403,37 @@ def test_a_session_jail_ending_as_a_connection_arrives_leaves_a_jail_that_outliv
     assert counts and all(c == {"opened": 1, "closed": 1} for c in counts.values()), counts
     # The race was met with a connection that got a jail at least once.
     assert outlived > 0
+
+
+def test_a_subreaper_above_the_caller_is_named_in_the_audit_log(host, alice, terms):
+    """The supervisor is init's child (double fork) unless a process above
+    its caller is a subreaper: then that process adopts it. It can only see
+    the supervisor's end (it cannot signal a root process), and the
+    supervisor says so in the audit log."""
+    said = "a subreaper above its caller"
+    since = time.time()
+    # A root caller that is a subreaper (prctl PR_SET_CHILD_SUBREAPER = 36)
+    # runs a one-off jail, which starts the tenant's supervisor, and waits.
+    reaper = ("import ctypes, os, subprocess, sys, time\n"
+              "assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0\n"
+              "print(os.getpid(), flush=True)\n"
+              "subprocess.run(sys.argv[1:], check=True)\n"
+              "time.sleep(30)\n")
+    p = subprocess.Popen(["/usr/bin/python3", "-c", reaper, *host.jail(alice, "sleep 2")], stdout=subprocess.PIPE,
+                         text=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    try:
+        reaper_pid = int(p.stdout.readline())
+        lines = log_lines(lambda l: said in l and logged_at(l) >= since - 1, timeout=10)
+        assert lines and f"the supervisor's parent is pid {reaper_pid}," in lines[-1], lines
+    finally:
+        p.kill()
+        p.wait()
+        host.run_root([host.bin, "stop", "--user", alice])
+    # Control: started by a caller with no subreaper above it, the
+    # supervisor is init's child and says nothing of it.
+    t = attach(host, alice, new_session(), terms)
+    assert shell_ready(t), t.output()
+    sup = supervisor_pid(alice)
+    assert int(proc_status(sup, "PPid")[0]) == 1
+    assert log_lines(lambda l: f"clihost-jail[{sup}]:" in l and "session jail started" in l), sup
+    assert not log_lines(lambda l: f"clihost-jail[{sup}]:" in l and said in l, timeout=1)
