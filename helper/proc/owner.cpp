@@ -308,7 +308,6 @@ private:
         c->sock = std::move(sock);
         c->deadline = now + kHandshakeSeconds;
         conns_.push_back(std::move(c));
-        idle_until_ = 0;  // from now on, the supervisor ends with its last jail
     }
 
     void on_readable(Conn& c, std::time_t now) {
@@ -394,10 +393,13 @@ private:
             c.sock.reset();
             return;
         }
+        // A query (list, kill) leaves a supervisor started for a one-off
+        // waiting for that one-off's connection (kFirstConnectionSeconds).
         if (is_query(rq.kind)) {
             if (!fds.empty()) return refuse(fail(Exit::refused, "a query carries no descriptors"));
             return query(c, rq);
         }
+        idle_until_ = 0;  // from now on, the supervisor ends with its last jail
         // The descriptors, checked before use: three, and an attach's is a
         // terminal (a character device that isatty).
         if (fds.size() != 3) return refuse(fail(Exit::refused, "a request carries exactly three descriptors"));
