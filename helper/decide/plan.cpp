@@ -232,7 +232,8 @@ std::vector<Mount> plan_mounts(const Policy& policy, const Account& t, const Hos
 
 }  // namespace
 
-Status validate_request(const Policy& policy, const Account& t, const Request& request, const HostProbe& probe) {
+Result<ValidRequest> validate_request(const Policy& policy, const Account& t, Request request,
+                                      const HostProbe& probe) {
     const bool named = request.action == JailAction::attach || request.action == JailAction::kill_session;
     if (named && !is_valid_session_name(request.session)) return fail(Exit::refused, "invalid session name");
     if ((request.action == JailAction::command) != !request.command.empty())
@@ -255,13 +256,20 @@ Status validate_request(const Policy& policy, const Account& t, const Request& r
         return fail(Exit::refused, "home path too long for a tmux socket");
     auto proc = decide_proc(policy.proc, probe);
     if (!proc) return proc.error();
-    return ok_status();
+    return ValidRequest(std::move(request));
 }
 
 Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Request& request, const HostProbe& probe,
                         const CallerEnv& caller_env, const std::vector<std::string>& pam_env) {
+    auto valid = validate_request(policy, tenant.account, request, probe);
+    if (!valid) return valid.error();
+    return build_plan(policy, tenant, valid.value(), probe, caller_env, pam_env);
+}
+
+Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidRequest& valid, const HostProbe& probe,
+                        const CallerEnv& caller_env, const std::vector<std::string>& pam_env) {
     const Account& t = tenant.account;
-    if (auto st = validate_request(policy, t, request, probe); !st) return st.error();
+    const Request& request = valid.request();
     auto proc = decide_proc(policy.proc, probe);
     if (!proc) return proc.error();
     Plan plan;

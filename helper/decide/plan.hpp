@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "decide/config.hpp"
@@ -131,15 +132,36 @@ std::vector<std::string> tmux_command(const Account& tenant, JailAction action, 
 // launch execs.
 std::vector<std::string> render_bwrap_argv(const Plan& plan);
 
+// A request that validate_request passed. Only validate_request makes
+// one, and the build_plan that takes one validates nothing again: a request
+// is validated once in each process that plans it (the front, to refuse
+// before the account check or a supervisor's start; the supervisor,
+// against the policy it runs with, before PAM for its session jail and per
+// connection for the others), never twice.
+class ValidRequest {
+public:
+    const Request& request() const { return r_; }
+
+private:
+    explicit ValidRequest(Request r) : r_(std::move(r)) {}
+    Request r_;
+    friend Result<ValidRequest> validate_request(const Policy& policy, const Account& tenant, Request request,
+                                                 const HostProbe& probe);
+};
+
 // Every refusal build_plan can make that depends only on the policy, the
 // tenant, the request and the probe (a caller's command the policy does not
 // allow, a nologin shell without [jail] shell, a session name, a home too
-// long for a socket, a /proc the policy cannot have). build_plan makes it
-// first; the commands make it again before anything acts (a PAM session is
-// opened, a session jail started), so that a request refused by the policy
-// leaves no trace beyond its refusal. Pure.
-Status validate_request(const Policy& policy, const Account& tenant, const Request& request, const HostProbe& probe);
+// long for a socket, a /proc the policy cannot have), made before anything
+// acts (a PAM session is opened, a session jail started), so that a request
+// refused by the policy leaves no trace beyond its refusal. Pure.
+Result<ValidRequest> validate_request(const Policy& policy, const Account& tenant, Request request,
+                                      const HostProbe& probe);
 
+// The plan of a validated request, with the same policy, tenant and probe.
+Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidRequest& request,
+                        const HostProbe& probe, const CallerEnv& caller_env, const std::vector<std::string>& pam_env);
+// validate_request, then the above: for a request planned once.
 Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Request& request, const HostProbe& probe,
                         const CallerEnv& caller_env, const std::vector<std::string>& pam_env);
 

@@ -172,9 +172,10 @@ Result<UniqueFd> make_endpoint(const RuntimeDir& dir, uid_t uid) {
 // with PAM's environment, the watcher (the tenant) starts the jail and says
 // when tmux is up; an isolated jail's network is attached before anything
 // in it runs. On failure nothing of it is left (its watcher is reaped).
-Result<SessionJail> start_session_jail(const SessionStart& s, const std::vector<std::string>& pam_env,
-                                       const Rlimits& limits, const JailPlacement& place, const TenantCreds* net) {
-    auto plan = build_plan(s.policy, s.tenant, Request{JailAction::serve, "", {}}, s.probe, s.caller_env, pam_env);
+Result<SessionJail> start_session_jail(const SessionStart& s, const ValidRequest& serve,
+                                       const std::vector<std::string>& pam_env, const Rlimits& limits,
+                                       const JailPlacement& place, const TenantCreds* net) {
+    auto plan = build_plan(s.policy, s.tenant, serve, s.probe, s.caller_env, pam_env);
     if (!plan) return plan.error();
     int ready[2];
     if (::pipe2(ready, O_CLOEXEC) != 0) return fail(Exit::internal, "pipe failed");
@@ -261,8 +262,8 @@ int serve_session(const SessionStart& s, int report_fd, pid_t first_child) {
     // Subreaper: what a jail's watcher leaves behind comes to us.
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return failed(fail(Exit::internal, "cannot become a subreaper"));
     //    What the policy refuses, refused before the PAM session opens.
-    if (auto st = validate_request(s.policy, t, Request{JailAction::serve, "", {}}, s.probe); !st)
-        return failed(st.error());
+    const auto serve = validate_request(s.policy, t, Request{JailAction::serve, "", {}}, s.probe);
+    if (!serve) return failed(serve.error());
     //    The tenant's cgroup, its limits written before anything enters
     //    (an explicit limit this host cannot carry refuses, exit 3); this
     //    process in its leaf, out of the caller's cgroup (a restart of the
@@ -297,7 +298,7 @@ int serve_session(const SessionStart& s, int report_fd, pid_t first_child) {
     const TenantCreds* net_creds = net ? &*net : nullptr;
     // 4. The session jail, for an attach (a one-off's supervisor has none).
     Result<SessionJail> jail = SessionJail{};
-    if (s.session_jail) jail = start_session_jail(s, pam_env, tenant_limits, place, net_creds);
+    if (s.session_jail) jail = start_session_jail(s, serve.value(), pam_env, tenant_limits, place, net_creds);
     Status up = jail ? ok_status() : Status(jail.error());
     // 5. The endpoint and the record, once the jail is really up.
     SupervisorRecord rec{t.name, t.uid, ::getpid(), own_start_ticks().value_or(0), current_boot_id(),
@@ -345,7 +346,7 @@ int serve_session(const SessionStart& s, int report_fd, pid_t first_child) {
     //    closes, once. `stop` ends the jails by their cgroup, whatever they
     //    did (setsid, double forks, stopped processes).
     OwnerContext oc{s, dir, pam_env, tenant_limits, place, net_creds, attach_netns,
-                    [&] { return start_session_jail(s, pam_env, tenant_limits, place, net_creds); }};
+                    [&] { return start_session_jail(s, serve.value(), pam_env, tenant_limits, place, net_creds); }};
     const OwnerEnd end = serve_connections(std::move(oc), std::move(jail).value(), std::move(listener), sigfd.get());
     const int status = end.session_status;
     const auto ooms = cg.value().usage().oom_kills.value_or(0) - oom_before;

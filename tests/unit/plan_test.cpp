@@ -1,6 +1,8 @@
 // The plan: environment and the full bwrap argv, asserted whole per proc mode.
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include <algorithm>
 
 #include "decide/plan.hpp"
@@ -258,6 +260,24 @@ TEST(Plan, ValidateRequestRefusesWhatBuildPlanRefusesWithTheSameReason) {
     // Control: what build_plan accepts, validate_request accepts.
     EXPECT_TRUE(validate_request(nologin_pol, alice().account, attach, full_probe()).ok());
     EXPECT_TRUE(plan_with(nologin_pol, full_probe(), attach).ok());
+}
+
+// The stages are typed: only validate_request makes a ValidRequest, and the
+// plan of one is the plan build_plan makes of its request (which validates).
+static_assert(!std::is_constructible_v<ValidRequest, Request>);
+static_assert(!std::is_default_constructible_v<ValidRequest>);
+TEST(Plan, AValidatedRequestPlansAsItsRequestDoes) {
+    const Policy pol;
+    const Request attach{JailAction::attach, "main", {}};
+    const auto valid = validate_request(pol, alice().account, attach, full_probe());
+    ASSERT_TRUE(valid.ok());
+    EXPECT_EQ(valid.value().request().session, "main");
+    const auto once = build_plan(pol, alice(), valid.value(), full_probe(), {}, {});
+    const auto twice = build_plan(pol, alice(), attach, full_probe(), {}, {});
+    ASSERT_TRUE(once.ok());
+    ASSERT_TRUE(twice.ok());
+    EXPECT_EQ(once.value().argv, twice.value().argv);
+    EXPECT_EQ(once.value().env, twice.value().env);
 }
 
 TEST(Plan, AnIsolatedOneOffJailWaitsForItsNetworkAndGetsItsOwnResolvConf) {
