@@ -3,6 +3,7 @@
 
 #include <csignal>
 
+#include <algorithm>
 #include <charconv>
 
 #include "base/validate.hpp"  // is_valid_session_name
@@ -42,7 +43,33 @@ bool printable(std::string_view s, std::size_t max) {
     return true;
 }
 
+const char* kind_name(HandoverKind k) {
+    switch (k) {
+        case HandoverKind::attach: return "attach";
+        case HandoverKind::command: return "command";
+        case HandoverKind::list: return "list";
+        case HandoverKind::kill: return "kill";
+    }
+    return "?";
+}
+
+constexpr std::string_view kAnswer = "answer";
+
+const char* answer_name(QueryAnswer::Kind k) {
+    switch (k) {
+        case QueryAnswer::Kind::sessions: return "sessions";
+        case QueryAnswer::Kind::no_answer: return "no-answer";
+        case QueryAnswer::Kind::not_killed: return "not-killed";
+        case QueryAnswer::Kind::no_session_jail: return "no-session-jail";
+    }
+    return "?";
+}
+
+bool raw_line_ok(std::string_view s) { return s.find('\0') == std::string_view::npos && s.find('\n') == std::string_view::npos; }
+
 }  // namespace
+
+bool is_query(HandoverKind kind) { return kind == HandoverKind::list || kind == HandoverKind::kill; }
 
 std::string format_request(const HandoverRequest& r) {
     std::string out(kMagic);
@@ -52,7 +79,7 @@ std::string format_request(const HandoverRequest& r) {
         out += f;
         out += '\0';
     };
-    field(r.kind == HandoverKind::attach ? "attach" : "command");
+    field(kind_name(r.kind));
     field(r.session);
     field(r.caller);
     field(std::to_string(r.caller_uid));
@@ -78,9 +105,13 @@ Result<HandoverRequest> parse_request(std::string_view msg) {
                                     std::to_string(kProtocolVersion) + ")");
     if (f[1] == "attach") r.kind = HandoverKind::attach;
     else if (f[1] == "command") r.kind = HandoverKind::command;
+    else if (f[1] == "list") r.kind = HandoverKind::list;
+    else if (f[1] == "kill") r.kind = HandoverKind::kill;
     else return bad("kind");
     r.session = std::string(f[2]);
-    if (!is_valid_session_name(r.session)) return bad("session name");
+    // list names no session; every other request names a valid one.
+    if (r.kind == HandoverKind::list ? !r.session.empty() : !is_valid_session_name(r.session))
+        return bad("session name");
     r.caller = std::string(f[3]);
     if (!printable(r.caller, 64) || r.caller.empty()) return bad("caller");
     if (!number(f[4], r.caller_uid) || r.caller_uid < 0 || r.caller_uid > 0xfffffffeL) return bad("caller uid");
@@ -110,7 +141,92 @@ Result<HandoverRequest> parse_request(std::string_view msg) {
     if (f.size() != at + nargs) return bad("arguments");
     for (std::size_t i = 0; i < nargs; ++i, ++at) r.command.emplace_back(f[at]);
     if ((r.kind == HandoverKind::command) == r.command.empty()) return bad("only a command request has a command");
+    if (is_query(r.kind) && nenv != 0) return bad("a query carries no environment");
     return r;
+}
+
+std::string format_answer(const QueryAnswer& a) {
+    std::string out(kAnswer);
+    out += '\0';
+    out += answer_name(a.kind);
+    out += '\0';
+    if (a.kind == QueryAnswer::Kind::sessions) {
+        std::size_t n = 0;
+        for (const auto& name : a.sessions) {
+            if (n == kMaxAnswerSessions || out.size() + name.size() + 1 > kMaxAnswerBytes) break;
+            if (name.empty() || !raw_line_ok(name)) continue;
+            out += name;
+            out += '\0';
+            ++n;
+        }
+    } else if (a.kind == QueryAnswer::Kind::not_killed) {
+        std::string said = a.said.substr(0, kMaxAnswerSaid);
+        for (char& c : said)
+            if (c == '\0' || c == '\n') c = ' ';
+        out += said;
+        out += '\0';
+    }
+    return out;
+}
+
+Result<QueryAnswer> parse_answer(std::string_view msg) {
+    auto bad_answer = [] { return fail(Exit::internal, "malformed answer from the supervisor"); };
+    if (msg.size() > kMaxAnswerBytes) return bad_answer();
+    std::vector<std::string_view> f;
+    std::size_t pos = 0;
+    while (pos < msg.size()) {
+        const auto end = msg.find('\0', pos);
+        if (end == std::string_view::npos) return bad_answer();
+        f.push_back(msg.substr(pos, end - pos));
+        if (f.size() > kMaxAnswerSessions + 2) return bad_answer();
+        pos = end + 1;
+    }
+    if (f.size() < 2 || f[0] != kAnswer) return bad_answer();
+    QueryAnswer a;
+    if (f[1] == "sessions") {
+        a.kind = QueryAnswer::Kind::sessions;
+        for (std::size_t i = 2; i < f.size(); ++i) {
+            if (f[i].empty() || f[i].find('\n') != std::string_view::npos) return bad_answer();
+            a.sessions.emplace_back(f[i]);
+        }
+        return a;
+    }
+    if (f[1] == "not-killed") {
+        if (f.size() != 3 || f[2].size() > kMaxAnswerSaid || !raw_line_ok(f[2])) return bad_answer();
+        a.kind = QueryAnswer::Kind::not_killed;
+        a.said = std::string(f[2]);
+        return a;
+    }
+    if (f.size() != 2) return bad_answer();
+    if (f[1] == "no-answer") a.kind = QueryAnswer::Kind::no_answer;
+    else if (f[1] == "no-session-jail") a.kind = QueryAnswer::Kind::no_session_jail;
+    else return bad_answer();
+    return a;
+}
+
+QueryAnswer answer_of(HandoverKind kind, int status, std::string_view out, std::string_view err) {
+    QueryAnswer a;
+    if (status != 0) {
+        // A list whose tmux failed is unknown; a kill tmux refused says why.
+        if (kind != HandoverKind::kill) return a;
+        a.kind = QueryAnswer::Kind::not_killed;
+        a.said = std::string(err.substr(0, std::min(err.find('\n'), kMaxAnswerSaid)));
+        for (char& c : a.said)
+            if (c == '\0') c = ' ';
+        return a;
+    }
+    a.kind = QueryAnswer::Kind::sessions;
+    std::size_t bytes = 0;
+    while (!out.empty() && a.sessions.size() < kMaxAnswerSessions) {
+        const auto nl = out.find('\n');
+        const auto line = out.substr(0, nl);
+        bytes += line.size() + 1;
+        if (bytes + 64 > kMaxAnswerBytes) break;
+        if (!line.empty() && line.find('\0') == std::string_view::npos) a.sessions.emplace_back(line);
+        if (nl == std::string_view::npos) break;
+        out.remove_prefix(nl + 1);
+    }
+    return a;
 }
 
 std::string format_reply(const Reply& r) {

@@ -71,6 +71,8 @@ std::vector<std::string_view> words(std::string_view s) {
 std::string record_name(uid_t uid) { return std::to_string(uid) + ".state"; }
 std::string refusals_name(uid_t uid) { return std::to_string(uid) + ".refused"; }
 std::string settings_name(uid_t uid) { return std::to_string(uid) + ".settings"; }
+
+std::string session_mark_name(uid_t uid) { return std::to_string(uid) + ".session"; }
 std::string settings_header(const SupervisorRecord& r) {
     return "v1 " + std::to_string(r.pid) + " " + std::to_string(r.start_ticks) + "\n";
 }
@@ -97,6 +99,7 @@ Result<SupervisorRecord> parse_record(std::string_view text) {
     SupervisorRecord r;
     if (w.size() == 7 && w[0] == "v1") r.version = 1;
     else if (w.size() == 8 && w[0] == "v2") r.version = 2;
+    else if (w.size() == 8 && w[0] == "v3") r.version = 3;
     else return bad();
     r.tenant = std::string(w[1]);
     unsigned long uid = 0;
@@ -231,7 +234,27 @@ void RuntimeDir::remove_if(uid_t uid, pid_t pid) const {
     if (!r || r->pid != pid) return;
     // The settings first: a record is never left without its settings by us.
     if (read_settings(*r)) ::unlinkat(fd_.get(), settings_name(uid).c_str(), 0);
+    ::unlinkat(fd_.get(), session_mark_name(uid).c_str(), 0);
     ::unlinkat(fd_.get(), record_name(uid).c_str(), 0);
+}
+
+void RuntimeDir::mark_session_jail(uid_t uid, pid_t pid, bool running) const {
+    const std::string name = session_mark_name(uid);
+    if (!running) {
+        ::unlinkat(fd_.get(), name.c_str(), 0);
+        return;
+    }
+    UniqueFd fd(::openat(fd_.get(), name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+    const std::string text = std::to_string(pid) + "\n";
+    if (fd.valid()) (void)!::write(fd.get(), text.data(), text.size());
+}
+
+bool RuntimeDir::runs_session_jail(const SupervisorRecord& r) const {
+    UniqueFd fd(::openat(fd_.get(), session_mark_name(r.uid).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) return false;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) return false;
+    return read_fd(fd.get(), 32) == std::to_string(r.pid) + "\n";
 }
 
 Status RuntimeDir::write_settings(const SupervisorRecord& r, const JailSettings& settings) const {

@@ -21,10 +21,12 @@
 
 namespace clihost {
 
-// The record format this build writes: v2 names the supervisor's endpoint
-// (UID.sock in the runtime directory). A v1 record is a session jail of a
-// build before the owner model (no endpoint): read, recognised, only stopped.
-inline constexpr int kRecordVersion = 2;
+// The record format this build writes: v3 names the supervisor's endpoint
+// (UID.sock in the runtime directory), which speaks protocol version 3
+// (decide/request.hpp: list and kill are queries). A v2 record is a
+// supervisor of protocol version 2, a v1 record a session jail of a build
+// before the owner model (no endpoint): read, recognised, only stopped.
+inline constexpr int kRecordVersion = 3;
 
 struct SupervisorRecord {
     std::string tenant;               // the account name when it started
@@ -36,8 +38,8 @@ struct SupervisorRecord {
     int version{kRecordVersion};      // 1: a session jail of a build before the owner model
 };
 
-// One line, "v2 TENANT UID PID START_TICKS BOOT_ID STARTED UID.sock\n" (v1:
-// without the endpoint). Pure.
+// One line, "v3 TENANT UID PID START_TICKS BOOT_ID STARTED UID.sock\n" (v2:
+// the same; v1: without the endpoint). Pure.
 std::string format_record(const SupervisorRecord& r);
 // Strict inverse of format_record; anything else is an error. Pure, fuzzable.
 Result<SupervisorRecord> parse_record(std::string_view text);
@@ -92,6 +94,13 @@ public:
     // that recorded none, or a file left by another) otherwise.
     Status write_settings(const SupervisorRecord& r, const JailSettings& settings) const;
     std::optional<JailSettings> read_settings(const SupervisorRecord& r) const;
+
+    // Whether the supervisor `pid` of `uid` runs a session jail now (or only
+    // one-off jails): UID.session, root's, naming that pid, written when its
+    // session jail starts and removed when it ends (and by remove_if), so
+    // that `stop` says truthfully what it stopped.
+    void mark_session_jail(uid_t uid, pid_t pid, bool running) const;
+    bool runs_session_jail(const SupervisorRecord& r) const;
 
     // The tenant's empty network namespace, which its attach jails join
     // rather than each making one (bwrap's --unshare-net, and the namespace's

@@ -1,6 +1,6 @@
-// capture.cpp: the verbs' short tenant processes (capture.hpp). May fork,
+// capture.cpp: `check`'s short tenant processes (capture.hpp). May fork,
 // drop (run_as_tenant) and exec bwrap or a fixed argv, read the child's
-// pipes within a deadline, and SIGKILL and reap its own children.
+// pipe, and reap its own children.
 #include "proc/capture.hpp"
 
 #include <fcntl.h>
@@ -44,118 +44,20 @@ void exec_jail(const Plan& plan, pid_t expected_parent) noexcept {
     });
 }
 
-std::vector<Captured> capture_jails(const std::vector<const Plan*>& plans, std::size_t max, int deadline_ms) {
-    // Every client jail at once, each on its own pipes: a tenant whose tmux
-    // does not answer (a hook that sleeps, a stopped server) delays nobody
-    // else, and nobody past the deadline.
-    struct Running {
-        pid_t pid{-1};
-        UniqueFd out, err;
-        bool reaped{false};
-    };
-    std::vector<Captured> got(plans.size());
-    std::vector<Running> run(plans.size());
+int trial_jail_status(const Plan& plan) {
+    // Its output is not the caller's: stdin, stdout and stderr on /dev/null.
     const pid_t self = ::getpid();
-    for (std::size_t i = 0; i < plans.size(); ++i) {
-        int o[2] = {-1, -1};
-        int e[2] = {-1, -1};
-        if (::pipe2(o, O_CLOEXEC) != 0) continue;
-        if (::pipe2(e, O_CLOEXEC) != 0) {
-            ::close(o[0]);
-            ::close(o[1]);
-            continue;
-        }
-        const pid_t pid = ::fork();
-        if (pid == 0) {
-            if (::dup2(o[1], 1) != 1 || ::dup2(e[1], 2) != 2) ::_exit(static_cast<int>(Exit::internal));
-            exec_jail(*plans[i], self);
-        }
-        ::close(o[1]);
-        ::close(e[1]);
-        if (pid < 0) {
-            ::close(o[0]);
-            ::close(e[0]);
-            continue;
-        }
-        run[i].pid = pid;
-        run[i].out.reset(o[0]);
-        run[i].err.reset(e[0]);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+        for (int fd = 0; fd <= 2; ++fd)
+            if (null < 0 || ::dup2(null, fd) != fd) ::_exit(static_cast<int>(Exit::internal));
+        exec_jail(plan, self);
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    auto left_ms = [&]() -> int {
-        if (deadline_ms < 0) return -1;
-        const auto spent =
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-        return spent >= deadline_ms ? 0 : static_cast<int>(deadline_ms - spent);
-    };
-    // Output, up to `max` bytes a stream (the rest is read and dropped, so
-    // that a client is never blocked on a full pipe), until every stream is
-    // at its end or the deadline has passed.
-    while (true) {
-        std::vector<pollfd> pfds;
-        std::vector<std::pair<std::size_t, bool>> which;  // (jail, stderr?)
-        for (std::size_t i = 0; i < run.size(); ++i) {
-            if (run[i].out.valid()) {
-                pfds.push_back({run[i].out.get(), POLLIN, 0});
-                which.emplace_back(i, false);
-            }
-            if (run[i].err.valid()) {
-                pfds.push_back({run[i].err.get(), POLLIN, 0});
-                which.emplace_back(i, true);
-            }
-        }
-        const int left = left_ms();
-        if (pfds.empty() || left == 0) break;
-        const int r = ::poll(pfds.data(), pfds.size(), left);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        for (std::size_t k = 0; k < pfds.size(); ++k) {
-            if (pfds[k].revents == 0) continue;
-            auto& [i, is_err] = which[k];
-            UniqueFd& fd = is_err ? run[i].err : run[i].out;
-            std::string& into = is_err ? got[i].err : got[i].out;
-            char buf[4096];
-            const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-            if (n > 0 && into.size() < max) into.append(buf, std::min(static_cast<std::size_t>(n), max - into.size()));
-            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) fd.reset();
-        }
-    }
-    // Then each jail's end, within what is left of the deadline; one that
-    // has not ended by then is killed (bwrap: its sandbox dies with it,
-    // --die-with-parent) and reaped. Our unreaped children: no pid reuse.
-    while (true) {
-        bool waiting = false;
-        for (std::size_t i = 0; i < run.size(); ++i) {
-            if (run[i].pid < 0 || run[i].reaped) continue;
-            int status = 0;
-            const pid_t w = ::waitpid(run[i].pid, &status, WNOHANG);
-            if (w == run[i].pid) {
-                run[i].reaped = true;
-                got[i].status = exit_status_of(status);
-            } else {
-                waiting = true;
-            }
-        }
-        if (!waiting) break;
-        if (left_ms() == 0) {
-            for (std::size_t i = 0; i < run.size(); ++i) {
-                if (run[i].pid < 0 || run[i].reaped) continue;
-                ::kill(run[i].pid, SIGKILL);
-                int status = 0;
-                while (::waitpid(run[i].pid, &status, 0) < 0 && errno == EINTR) {}
-                run[i].reaped = true;
-                got[i].timed_out = true;
-                got[i].status = exit_status_of(status);
-            }
-            break;
-        }
-        ::usleep(2000);
-    }
-    return got;
-}
-
-Captured capture_jail(const Plan& plan, std::size_t max, int deadline_ms) {
-    return capture_jails({&plan}, max, deadline_ms).front();
+    if (pid < 0) return -1;
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    return exit_status_of(status);
 }
 
 std::string dropped_output(const TenantCreds& creds, const std::vector<std::string>& argv) {

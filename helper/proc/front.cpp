@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
+#include <memory>
 
 #include "base/fault.hpp"
 #include "base/unique_fd.hpp"
@@ -29,7 +31,8 @@ constexpr int kStartSeconds = 25;
 constexpr int kHangupSeconds = 5;
 
 // `ending`: set when the endpoint is gone or refuses (its supervisor is ending).
-Result<UniqueFd> connect_endpoint(const SupervisorRecord& rec, bool& ending) {
+// `nonblocking`: a query's socket (a full backlog is EAGAIN, not a wait).
+Result<UniqueFd> connect_endpoint(const SupervisorRecord& rec, bool& ending, bool nonblocking = false) {
     const std::string runtime = CLIHOST_JAIL_RUNTIME_DIR;
     const UniqueFd dir(::open(runtime.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!dir.valid()) return fail(Exit::host, "cannot open the runtime directory " + runtime);
@@ -48,7 +51,7 @@ Result<UniqueFd> connect_endpoint(const SupervisorRecord& rec, bool& ending) {
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof addr.sun_path) return fail(Exit::internal, "endpoint path too long");
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0));
     if (!sock.valid()) return fail(Exit::internal, "socket failed");
     if (::connect(sock.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
         ending = errno == ENOENT || errno == ECONNREFUSED;
@@ -174,6 +177,68 @@ Result<Handover> hand_over(const SupervisorRecord& rec, const HandoverRequest& r
             case ReplyKind::fail: return fail(static_cast<Exit>(reply.value().code), reply.value().message);
         }
     }
+}
+
+std::vector<Result<QueryAnswer>> ask_supervisors(const std::vector<SupervisorRecord>& recs, const HandoverRequest& req) {
+    std::vector<Result<QueryAnswer>> got;
+    std::vector<UniqueFd> socks;
+    const std::string msg = format_request(req);
+    // Every endpoint at once, each checked as an attach's front checks it;
+    // a query carries no descriptors.
+    for (const auto& rec : recs) {
+        bool ending = false;
+        auto sock = connect_endpoint(rec, ending, true);
+        if (sock && ::send(sock.value().get(), msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+                        static_cast<ssize_t>(msg.size()))
+            sock = fail(Exit::host, "the supervisor " + std::to_string(rec.pid) + " of " + rec.tenant +
+                                        " takes no query now");
+        got.emplace_back(sock ? Result<QueryAnswer>(QueryAnswer{}) : Result<QueryAnswer>(sock.error()));
+        socks.push_back(sock ? std::move(sock).value() : UniqueFd());
+    }
+    // One deadline for all: the supervisors' own (kTenantQueryDeadlineMs)
+    // and a margin for their loops. A supervisor that has not answered by
+    // then has no answer (its entry says so), and delays nobody else.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTenantQueryDeadlineMs + 1000);
+    const std::string late = "its supervisor did not answer within " + std::to_string(kTenantQueryDeadlineMs / 1000 + 1) + " s";
+    std::string buf(kMaxAnswerBytes + 1, '\0');
+    while (true) {
+        std::vector<pollfd> p;
+        std::vector<std::size_t> which;
+        for (std::size_t i = 0; i < socks.size(); ++i) {
+            if (!socks[i].valid()) continue;
+            p.push_back({socks[i].get(), POLLIN, 0});
+            which.push_back(i);
+        }
+        if (p.empty()) break;
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0) break;
+        const int r = ::poll(p.data(), p.size(), static_cast<int>(left));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        for (std::size_t k = 0; k < p.size(); ++k) {
+            if (p[k].revents == 0) continue;
+            const std::size_t i = which[k];
+            const ssize_t n = ::recv(socks[i].get(), buf.data(), buf.size(), MSG_DONTWAIT);
+            if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+            socks[i].reset();
+            const std::string_view m(buf.data(), n > 0 ? static_cast<std::size_t>(n) : 0);
+            if (n <= 0) {
+                got[i] = fail(Exit::host, "the supervisor of " + recs[i].tenant + " closed the connection (it is ending)");
+            } else if (m.substr(0, 7) == std::string_view("answer\0", 7)) {
+                got[i] = parse_answer(m);
+            } else if (auto reply = parse_reply(m); !reply) {
+                got[i] = reply.error();
+            } else if (reply.value().kind == ReplyKind::fail) {
+                got[i] = fail(static_cast<Exit>(reply.value().code), reply.value().message);
+            } else {
+                got[i] = fail(Exit::host, "the supervisor of " + recs[i].tenant + " is ending");
+            }
+        }
+    }
+    for (std::size_t i = 0; i < socks.size(); ++i)
+        if (socks[i].valid()) got[i] = fail(Exit::host, late);
+    return got;
 }
 
 }  // namespace clihost

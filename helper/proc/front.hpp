@@ -4,6 +4,8 @@
 // the terminal's signals, and return the jail's status.
 #pragma once
 
+#include <vector>
+
 #include "base/result.hpp"
 #include "decide/request.hpp"
 #include "host/runtime_state.hpp"
@@ -30,5 +32,13 @@ Status hold_front_signals();
 // relays until the jail has ended. A refusal of the supervisor comes back
 // as its error (its exit code and message).
 Result<Handover> hand_over(const SupervisorRecord& rec, const HandoverRequest& req);
+
+// list, kill: asks the supervisors of `recs` the query `req` (is_query), all
+// at once (non-blocking sockets, one poll loop, one deadline of
+// kTenantQueryDeadlineMs plus a margin), each endpoint checked as
+// hand_over checks it. One result per record, in order: its answer, or why
+// there is none (no endpoint, a refusal with its exit code and message, no
+// answer in time). Starts nothing.
+std::vector<Result<QueryAnswer>> ask_supervisors(const std::vector<SupervisorRecord>& recs, const HandoverRequest& req);
 
 }  // namespace clihost

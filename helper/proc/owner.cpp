@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -24,11 +25,13 @@
 #include "decide/request.hpp"
 #include "proc/jail_start.hpp"
 #include "proc/supervise.hpp"
+#include "proc/query.hpp"
 
 namespace clihost {
 namespace {
 
-// A connection: its socket, and once its jail runs, the jail's watcher.
+// A connection: its socket, and once its jail runs, the jail's watcher
+// (or, for a query, the query jail).
 struct Conn {
     UniqueFd sock;
     std::time_t deadline{0};  // the handshake's, then the hang-up's grace
@@ -38,6 +41,7 @@ struct Conn {
     std::string who;      // for the audit lines
     std::string session;  // likewise
     UserNet net;          // an isolated one-off's slirp4netns, held while it runs
+    std::unique_ptr<RunningQuery> query;  // a query's jail, until answered and reaped
 };
 
 constexpr int kHandshakeSeconds = 2;
@@ -58,12 +62,11 @@ void end_user_net(UserNet& net) {
     net = UserNet{};
 }
 
-bool send_reply(int sock, const Reply& r) {
-    const std::string msg = format_reply(r);
+bool send_message(int sock, const std::string& msg, bool last) {
     const bool sent = ::send(sock, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(msg.size());
     // "ok": the connection goes on, and what the front sent meanwhile (a
     // signal held from before the jail's start) is still to be read.
-    if (r.kind == ReplyKind::ok) return sent;
+    if (!last) return sent;
     // A last reply: what the front sent and we did not read (a relayed
     // signal, a second hang-up) is drained: a socket closed with unread
     // data resets its peer, which then never reads this reply.
@@ -71,6 +74,8 @@ bool send_reply(int sock, const Reply& r) {
     for (int i = 0; i < 64 && ::recv(sock, buf, sizeof buf, MSG_DONTWAIT) > 0; ++i) {}
     return sent;
 }
+
+bool send_reply(int sock, const Reply& r) { return send_message(sock, format_reply(r), r.kind != ReplyKind::ok); }
 
 // The tenant's owner.
 class Owner {
@@ -80,6 +85,7 @@ public:
           listener_(std::move(listener)), attach_netns_(c_.attach_netns) {
         end_.session_ran = session_ > 0;
         if (session_ < 0) idle_until_ = std::time(nullptr) + kFirstConnectionSeconds;
+        else c_.dir.mark_session_jail(uid(), ::getpid(), true);
     }
 
     // The event loop.
@@ -91,17 +97,35 @@ public:
             const bool accepting = listener_.valid() && pending() < kMaxPending &&
                                    conns_.size() < static_cast<std::size_t>(kMaxConnections);
             p.push_back({accepting ? listener_.get() : -1, POLLIN, 0});
-            for (const auto& c : conns_) p.push_back({c->sock.valid() ? c->sock.get() : -1, POLLIN, 0});
+            // Each connection's socket, or while its query jail runs, that
+            // jail's stdout and stderr (the socket waits for the answer).
+            std::vector<std::pair<Conn*, int>> by;  // p[i + 2]: (connection, -1 or the query's fd)
+            for (const auto& c : conns_) {
+                RunningQuery* q = c->query && !c->query->answered ? c->query.get() : nullptr;
+                if (q == nullptr) {
+                    p.push_back({c->sock.valid() ? c->sock.get() : -1, POLLIN, 0});
+                    by.emplace_back(c.get(), -1);
+                    continue;
+                }
+                for (const UniqueFd* fd : {&q->out, &q->err}) {
+                    p.push_back({fd->valid() ? fd->get() : -1, POLLIN, 0});
+                    by.emplace_back(c.get(), fd->get());
+                }
+            }
             const int r = ::poll(p.data(), p.size(), timeout_ms());
             if (r < 0 && errno != EINTR) break;
             const std::time_t now = std::time(nullptr);
             if (r > 0 && (p[0].revents & POLLIN) != 0) on_signal(sigfd);
             if (r > 0 && (p[1].revents & POLLIN) != 0) on_accept(now);
-            for (std::size_t i = 0; r > 0 && i < conns_.size() && i + 2 < p.size(); ++i)
-                if (p[i + 2].fd >= 0 && p[i + 2].revents != 0) on_readable(*conns_[i], now);
+            for (std::size_t i = 0; r > 0 && i < by.size(); ++i) {
+                if (p[i + 2].fd < 0 || p[i + 2].revents == 0) continue;
+                if (by[i].second >= 0) read_query_output(*by[i].first->query, by[i].second);
+                else on_readable(*by[i].first, now);
+            }
             on_deadlines(now);
+            for (auto& c : conns_) check_query(*c);
             conns_.erase(std::remove_if(conns_.begin(), conns_.end(),
-                                        [](const auto& c) { return !c->sock.valid() && c->watcher < 0; }),
+                                        [](const auto& c) { return !c->sock.valid() && c->watcher < 0 && !c->query; }),
                          conns_.end());
         }
         // No jail left: nothing new is accepted, the record goes.
@@ -125,9 +149,40 @@ private:
         if (session_ < 0 && conns_.empty() && idle_until_ != 0 && (next == 0 || idle_until_ < next)) next = idle_until_;
         for (const auto& c : conns_)
             if (c->deadline != 0 && (next == 0 || c->deadline < next)) next = c->deadline;
-        if (next == 0) return -1;
-        const std::time_t left = next - std::time(nullptr);
-        return left <= 0 ? 0 : static_cast<int>(left * 1000 + 50);
+        int ms = -1;
+        if (next != 0) {
+            const std::time_t left = next - std::time(nullptr);
+            ms = left <= 0 ? 0 : static_cast<int>(left * 1000 + 50);
+        }
+        // A query's deadline, to the millisecond.
+        const auto now = std::chrono::steady_clock::now();
+        for (const auto& c : conns_) {
+            if (!c->query || c->query->answered) continue;
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(c->query->deadline - now).count();
+            const int q = left <= 0 ? 0 : static_cast<int>(left) + 1;
+            if (ms < 0 || q < ms) ms = q;
+        }
+        return ms;
+    }
+
+    // A query, once its jail has ended (or at its deadline: SIGKILLed, "no
+    // answer"), answers its front; the jail is forgotten once reaped.
+    void check_query(Conn& c) {
+        if (!c.query) return;
+        RunningQuery& q = *c.query;
+        if (!q.answered && (query_ready(q) || std::chrono::steady_clock::now() >= q.deadline)) {
+            if (!q.reaped) ::kill(q.watcher, SIGKILL);
+            answer(c, query_ready(q) ? query_answer(q) : QueryAnswer{});
+            q.out.reset();
+            q.err.reset();
+        }
+        if (q.answered && q.reaped) c.query.reset();
+    }
+
+    void answer(Conn& c, const QueryAnswer& a) {
+        if (c.query) c.query->answered = true;
+        if (c.sock.valid()) (void)send_message(c.sock.get(), format_answer(a), true);
+        c.sock.reset();
     }
 
     void on_signal(int sigfd) {
@@ -145,10 +200,16 @@ private:
             if (pid <= 0) return;
             // A slirp4netns that ended first: not to be signalled again.
             if (pid == session_net_.pid) session_net_.pid = -1;
-            for (auto& c : conns_)
+            for (auto& c : conns_) {
                 if (c->net.pid == pid) c->net.pid = -1;
+                if (c->query && c->query->watcher == pid) {
+                    c->query->reaped = true;
+                    c->query->status = st;
+                }
+            }
             if (pid == session_) {
                 session_ = -1;
+                c_.dir.mark_session_jail(uid(), ::getpid(), false);
                 session_status_ = st;
                 end_user_net(session_net_);
                 session_ended();
@@ -222,7 +283,9 @@ private:
         if (session_ > 0) ::kill(session_, SIGTERM);
         for (auto& c : conns_) {
             if (c->watcher > 0) ::kill(c->watcher, SIGHUP);
-            else if (c->sock.valid()) {
+            // A query runs on to its answer (a kill that ended the last
+            // session ends the session jail, and with it this supervisor).
+            else if (c->sock.valid() && !c->query) {
                 (void)send_reply(c->sock.get(), Reply{ReplyKind::retry, 0, ""});
                 c->sock.reset();
             }
@@ -247,7 +310,6 @@ private:
         c->sock = std::move(sock);
         c->deadline = now + kHandshakeSeconds;
         conns_.push_back(std::move(c));
-        idle_until_ = 0;  // from now on, the supervisor ends with its last jail
     }
 
     void on_readable(Conn& c, std::time_t now) {
@@ -323,8 +385,8 @@ private:
         ctx.caller = rq.caller;
         ctx.caller_uid = rq.caller_uid;
         ctx.via = rq.via;
-        ctx.session = rq.session;
-        ctx.action = "run";
+        ctx.session = rq.session.empty() ? "-" : rq.session;
+        ctx.action = rq.kind == HandoverKind::list ? "list" : rq.kind == HandoverKind::kill ? "kill" : "run";
         c.who = rq.caller;
         c.session = rq.session;
         c.kind = rq.kind;
@@ -333,6 +395,13 @@ private:
             c.sock.reset();
             return;
         }
+        // A query (list, kill) leaves a supervisor started for a one-off
+        // waiting for that one-off's connection (kFirstConnectionSeconds).
+        if (is_query(rq.kind)) {
+            if (!fds.empty()) return refuse(fail(Exit::refused, "a query carries no descriptors"));
+            return query(c, rq);
+        }
+        idle_until_ = 0;  // from now on, the supervisor ends with its last jail
         // The descriptors, checked before use: three, and an attach's is a
         // terminal (a character device that isatty).
         if (fds.size() != 3) return refuse(fail(Exit::refused, "a request carries exactly three descriptors"));
@@ -352,6 +421,7 @@ private:
             if (!started) return refuse(started.error());
             session_ = started.value().watcher;
             session_net_ = std::move(started.value().net);
+            c_.dir.mark_session_jail(uid(), ::getpid(), true);
             end_.session_ran = true;
             ctx.session = rq.session;
             log::audit("allow", "session jail started by supervisor " + std::to_string(::getpid()) + ", watcher " +
@@ -402,6 +472,24 @@ private:
         (void)send_reply(c.sock.get(), Reply{ReplyKind::ok, 0, ""});
     }
 
+    // list, kill: asked of the session jail's tmux by a query jail of ours
+    // (query.hpp), answered when it ends. A supervisor with no session jail
+    // (only one-off jails) has no tmux to ask: no session, nothing to kill.
+    void query(Conn& c, const HandoverRequest& rq) {
+        if (session_ < 0) {
+            QueryAnswer a;
+            a.kind = rq.kind == HandoverKind::list ? QueryAnswer::Kind::sessions : QueryAnswer::Kind::no_session_jail;
+            return answer(c, a);
+        }
+        auto q = start_query(c_, rq.kind, rq.session);
+        if (!q) {
+            log::audit("fail", q.error().message);
+            return answer(c, QueryAnswer{});
+        }
+        c.query = std::make_unique<RunningQuery>(std::move(q).value());
+        c.deadline = 0;
+    }
+
     void on_deadlines(std::time_t now) {
         for (auto& c : conns_) {
             if (c->deadline == 0 || c->deadline > now) continue;
@@ -418,8 +506,10 @@ private:
         }
         if (ending_at_ != 0 && now >= ending_at_) {
             if (session_ > 0) ::kill(session_, SIGKILL);
-            for (auto& c : conns_)
+            for (auto& c : conns_) {
                 if (c->watcher > 0) ::kill(c->watcher, SIGKILL);
+                if (c->query && !c->query->reaped) ::kill(c->query->watcher, SIGKILL);
+            }
             kill_remaining_children();
             ending_at_ = now + 3;
         }

@@ -462,17 +462,21 @@ std::vector<SupervisorRecord> live_session_jails() {
 namespace {
 
 // The supervisor of `uid`'s record ended (SIGTERM, SIGKILL after a grace
-// period); the caller holds the tenant's lock. False: none was running.
-Result<bool> stop_supervisor(const RuntimeDir& dir, uid_t uid) {
+// period); the caller holds the tenant's lock.
+Result<Stopped> stop_supervisor(const RuntimeDir& dir, uid_t uid) {
     auto r = dir.read(uid);
-    if (!r) return false;
+    if (!r) return Stopped::none;
+    // A supervisor of an earlier version keeps no mark: it is named as
+    // before (a session jail's).
+    const Stopped what =
+        r->version < kRecordVersion || dir.runs_session_jail(*r) ? Stopped::session_jail : Stopped::supervisor_only;
     const UniqueFd pidfd = open_supervisor(*r);
     if (!pidfd.valid()) {
         // A record left by a crash or a reboot: not trusted, not followed.
         // What its supervisor would have removed goes with it.
         dir.remove_attach_netns(uid);
         dir.remove_if(uid, r->pid);
-        return false;
+        return Stopped::none;
     }
     // The supervisor relays SIGTERM: bwrap dies, its pid namespace with it,
     // then PAM is closed and the record removed.
@@ -486,12 +490,12 @@ Result<bool> stop_supervisor(const RuntimeDir& dir, uid_t uid) {
         log::audit("warn", "the session jail's supervisor did not end within " + std::to_string(kStopSeconds) +
                                " s and was killed");
     }
-    return true;
+    return what;
 }
 
 }  // namespace
 
-Result<bool> stop_session_jail(uid_t uid, const Limits& limits) {
+Result<Stopped> stop_session_jail(uid_t uid, const Limits& limits) {
     auto dir = RuntimeDir::open();
     if (!dir) return dir.error();
     auto lock = dir.value().lock_tenant(uid, kLockSeconds);

@@ -61,10 +61,13 @@ std::optional<JailSettings> session_jail_settings(const SupervisorRecord& r);
 // Every live session jail (read-only).
 std::vector<SupervisorRecord> live_session_jails();
 
-// Ends the session jail of `uid` and waits until its supervisor is gone
-// (SIGTERM, then SIGKILL after a grace period), then kills whatever is left
-// in the tenant's jails cgroup and removes the cgroup. False if no session
-// jail was running.
-Result<bool> stop_session_jail(uid_t uid, const Limits& limits);
+// What `stop` ended: nothing (no supervisor ran), a supervisor with its
+// session jail, or a supervisor that owned only one-off jails.
+enum class Stopped { none, session_jail, supervisor_only };
+
+// Ends the supervisor of `uid` (its session jail and every other jail) and
+// waits until it is gone (SIGTERM, then SIGKILL after a grace period), then
+// kills whatever is left in the tenant's jails cgroup and removes the cgroup.
+Result<Stopped> stop_session_jail(uid_t uid, const Limits& limits);
 
 }  // namespace clihost

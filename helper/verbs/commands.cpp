@@ -117,10 +117,44 @@ Status require_root(const Prepared& p) {
     return ok_status();
 }
 
-Result<Plan> plan_for(const Prepared& p, const StartState& start, const Request& req,
-                      const std::vector<std::string>& pam_env = {}) {
-    // Its warnings go out with the audit line that lets it start (audit_reason).
-    return build_plan(p.policy(), *p.tenant, req, p.probe, start.caller_env, pam_env);
+// What each verb needs of the host, checked in one place (require_all)
+// before its body, in this order. `check` reports these itself (its
+// sections), print, version and help need nothing of root. list, kill and
+// stop start no jail of their own: kill and list ask the tenant's running
+// supervisor, which starts their query jails.
+struct Requirements {
+    bool root{false};        // a setuid or root run (require_root)
+    bool bwrap{false};       // the configured bwrap is a trusted executable
+    bool jail_shell{false};  // the jail's shell is no route around it (routes::check_jail_shell)
+    enum class ProcSys { no, yes, unless_nested } proc_sys{ProcSys::no};  // require_proc_sys_writable
+};
+
+Requirements requirements_of(Verb verb, bool attach) {
+    using P = Requirements::ProcSys;
+    switch (verb) {
+        case Verb::print: return {false, true, true, P::no};
+        case Verb::run: return {true, true, true, attach ? P::yes : P::unless_nested};
+        case Verb::kill:
+        case Verb::stop:
+        case Verb::list: return {true, false, false, P::no};
+        case Verb::check:
+        case Verb::version:
+        case Verb::help: break;
+    }
+    return {};
+}
+
+Status require_all(const Requirements& r, const Prepared& p) {
+    const Policy& policy = p.policy();
+    if (r.root)
+        if (auto st = require_root(p); !st) return st;
+    if (r.bwrap)
+        if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return st;
+    if (r.jail_shell)
+        if (auto st = routes::check_jail_shell(policy); !st) return st;
+    if (r.proc_sys != Requirements::ProcSys::no)
+        return require_proc_sys_writable(r.proc_sys == Requirements::ProcSys::yes || !policy.nested_sandbox);
+    return ok_status();
 }
 
 // The uid of a tenant named for stop/list: a tenant (validate_tenant), or
@@ -150,8 +184,6 @@ std::string render(const Plan& plan) {
 }
 
 int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) {
-    if (auto st = check_trusted_executable("bwrap", p.policy().bwrap); !st) return refuse(st.error());
-    if (auto st = routes::check_jail_shell(p.policy()); !st) return refuse(st.error());
     // run plans two jails (the session jail, started if absent, and this
     // connection's attach jail); run -- COMMAND plans one.
     std::vector<Request> reqs;
@@ -238,6 +270,17 @@ HandoverRequest handover_request(const Prepared& p, const CommandLine& cl, const
     return r;
 }
 
+// A query (list, kill) for the supervisors: who asks, for their audit lines.
+HandoverRequest query_request(const Prepared& p, const StartState& start, HandoverKind kind) {
+    HandoverRequest r;
+    r.kind = kind;
+    r.caller = p.caller.name;
+    r.caller_uid = static_cast<long>(p.caller.uid);
+    r.via = log::context().via;
+    r.sudo_uid = start.creds.sudo_uid.value_or("-");
+    return r;
+}
+
 // The front: hand the request to the tenant's supervisor (started if T has
 // none), relay, return the jail's status. A supervisor that was ending as
 // the request arrived (a typed outcome: retry) is waited for, and a new one
@@ -277,10 +320,6 @@ int hand_to_supervisor(const Prepared& p, const StartState& start, const Account
 // run without a command: the checks, PAM's account check, then the front.
 int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     const Policy& policy = p.policy();
-    if (auto st = require_root(p); !st) return refuse(st.error());
-    if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
-    if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
-    if (auto st = require_proc_sys_writable(true); !st) return refuse(st.error());
     // What the policy refuses, refused before the account check or a
     // supervisor's start.
     if (auto st = validate_request(policy, p.tenant->account, {JailAction::attach, *cl.session, {}}, p.probe); !st)
@@ -296,10 +335,6 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start,
 // the checks, PAM's account check, then the front, as for an attach.
 int do_command(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     const Policy& policy = p.policy();
-    if (auto st = require_root(p); !st) return refuse(st.error());
-    if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return refuse(st.error());
-    if (auto st = routes::check_jail_shell(policy); !st) return refuse(st.error());
-    if (auto st = require_proc_sys_writable(!policy.nested_sandbox); !st) return refuse(st.error());
     // What the policy refuses (a caller's command it does not allow, say),
     // refused before the account check or a supervisor's start.
     if (auto st = validate_request(policy, p.tenant->account, {JailAction::command, *cl.session, cl.command}, p.probe);
@@ -309,45 +344,51 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
     return hand_to_supervisor(p, start, db, handover_request(p, cl, start));
 }
 
-// kill: a client jail ends one tmux session of the running session jail;
-// tmux then ends the session jail with its last session (exit-empty).
+// kill: the tenant's supervisor ends one tmux session of its session jail
+// (by a query jail of its own); tmux then ends the session jail with its
+// last session (exit-empty).
 int do_kill(const Prepared& p, const CommandLine& cl, const StartState& start) {
-    if (auto st = require_root(p); !st) return refuse(st.error());
-    if (auto st = check_trusted_executable("bwrap", p.policy().bwrap); !st) return refuse(st.error());
-    if (auto st = require_proc_sys_writable(true); !st) return refuse(st.error());
+    const std::string& name = p.tenant->account.name;
     const auto jail = find_session_jail(p.tenant->account.uid);
-    if (!jail) return refuse(fail(Exit::refused, "tenant " + p.tenant->account.name + " has no session jail"));
-    auto plan = plan_for(p, start, {JailAction::kill_session, *cl.session, {}});
-    if (!plan) return refuse(plan.error());
-    log::audit("allow", audit_reason("starting bwrap (kill-session)", plan.value()));
-    // Within the deadline: a tenant's hook may make its tmux never answer.
+    if (!jail) return refuse(fail(Exit::refused, "tenant " + name + " has no session jail"));
+    if (jail->version != kRecordVersion)
+        return refuse(fail(Exit::host, "the session jail of " + name + " (supervisor " + std::to_string(jail->pid) +
+                                           ") is of another version (record v" + std::to_string(jail->version) +
+                                           "): end it with clihost-jail stop --user " + name));
+    HandoverRequest req = query_request(p, start, HandoverKind::kill);
+    req.session = *cl.session;
+    auto got = std::move(ask_supervisors({*jail}, req).front());
+    if (!got) return refuse(got.error());
     // What tmux said ("can't find session") is the tenant's: it reaches the
     // caller only escaped, inside the helper's own one line, and any status
     // but 0 is the helper's refusal (1).
-    const auto killed = capture_jail(plan.value(), std::size_t{64} * 1024, kTenantQueryDeadlineMs);
-    const std::string who = "session " + *cl.session + " of tenant " + p.tenant->account.name;
-    if (killed.timed_out)
-        return refuse(fail(Exit::refused, who + " not killed: its tmux did not answer within " +
-                                              std::to_string(kTenantQueryDeadlineMs / 1000) + " s"));
-    if (killed.status != 0) {
-        const std::string said = killed.err.substr(0, killed.err.find('\n'));
-        return refuse(fail(Exit::refused, who + " not killed" + (said.empty() ? "" : ": tmux said: " + said)));
+    const QueryAnswer& a = got.value();
+    const std::string who = "session " + *cl.session + " of tenant " + name;
+    switch (a.kind) {
+        case QueryAnswer::Kind::no_session_jail: return refuse(fail(Exit::refused, "tenant " + name + " has no session jail"));
+        case QueryAnswer::Kind::no_answer:
+            return refuse(fail(Exit::refused, who + " not killed: its tmux did not answer within " +
+                                                  std::to_string(kTenantQueryDeadlineMs / 1000) + " s"));
+        case QueryAnswer::Kind::not_killed:
+            return refuse(fail(Exit::refused, who + " not killed" + (a.said.empty() ? "" : ": tmux said: " + a.said)));
+        case QueryAnswer::Kind::sessions: break;
     }
     // No session left: the session jail is ending (exit-empty). Return once
     // it is gone, so that the caller's next `run` starts a new one rather
     // than find the old one's record while it ends.
-    if (killed.out.empty() && !session_jail_ended(*jail, 5000))
+    if (a.sessions.empty() && !session_jail_ended(*jail, 5000))
         log::audit("warn", "the session jail's last session was killed but it has not ended within 5 s");
     return 0;
 }
 
 int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
-    if (auto st = require_root(p); !st) return refuse(st.error());
     auto uid = tenant_uid(p.policy(), *cl.user, db);
     if (!uid) return refuse(uid.error());
     auto stopped = stop_session_jail(uid.value(), p.policy().limits);
     if (!stopped) return refuse(stopped.error());
-    const std::string what = stopped.value() ? "session jail stopped" : "no session jail was running";
+    const std::string what = stopped.value() == Stopped::session_jail      ? "session jail stopped"
+                             : stopped.value() == Stopped::supervisor_only ? "supervisor stopped (no session jail)"
+                                                                           : "no session jail was running";
     log::audit("allow", what);
     std::printf("%s: %s\n", cl.user->c_str(), what.c_str());
     return std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
@@ -362,7 +403,6 @@ int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
 // (a running jail keeps them until `stop`). memory=, tasks=: the usage of
 // all the tenant's jails, from its cgroup (`-`/null: none on this host).
 int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
-    if (auto st = require_root(p); !st) return refuse(st.error());
     std::optional<uid_t> only;
     if (cl.user) {
         auto uid = tenant_uid(p.policy(), *cl.user, db);
@@ -370,8 +410,8 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
         only = uid.value();
     }
     std::vector<ListEntry> entries;
-    std::vector<Plan> plans;
-    std::vector<std::size_t> owner;  // plans[i] asks for entries[owner[i]]
+    std::vector<SupervisorRecord> asked;
+    std::vector<std::size_t> owner;  // asked[i] answers for entries[owner[i]]
     for (const auto& r : live_session_jails()) {
         if (only && r.uid != *only) continue;
         ListEntry e;
@@ -383,11 +423,11 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
         e.state = SessionsState::not_queried;
         auto tenant = validate_tenant(p.policy(), r.tenant, db, inspect_home);
         if (tenant && tenant.value().account.uid == r.uid) {
-            auto plan = build_plan(p.policy(), tenant.value(), {JailAction::list_sessions, "", {}}, p.probe,
-                                   start.caller_env, {});
+            // A supervisor of an earlier version speaks another protocol:
+            // its sessions are unknown, it is not asked.
             e.state = SessionsState::no_answer;
-            if (plan) {
-                plans.push_back(std::move(plan).value());
+            if (r.version == kRecordVersion) {
+                asked.push_back(r);
                 owner.push_back(entries.size());
             }
         }
@@ -403,14 +443,13 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
         e.figures = {{"memory", num(use.memory)}, {"tasks", num(use.tasks)}};
         entries.push_back(std::move(e));
     }
-    std::vector<const Plan*> asked;
-    asked.reserve(plans.size());
-    for (const auto& plan : plans) asked.push_back(&plan);
-    const auto got = capture_jails(asked, std::size_t{64} * 1024, kTenantQueryDeadlineMs);
+    // Every supervisor at once: one that does not answer is sessions=?.
+    const auto got = ask_supervisors(asked, query_request(p, start, HandoverKind::list));
     for (std::size_t i = 0; i < got.size(); ++i) {
-        if (got[i].timed_out || got[i].status != 0) continue;
-        entries[owner[i]].state = SessionsState::listed;
-        entries[owner[i]].sessions = listed_sessions(got[i].out, 1024);
+        if (!got[i] || got[i].value().kind != QueryAnswer::Kind::sessions) continue;
+        ListEntry& e = entries[owner[i]];
+        e.state = SessionsState::listed;
+        for (const auto& n : got[i].value().sessions) e.sessions.push_back(caller_session_name(n));
     }
     std::string out;
     for (const auto& e : entries) out += cl.json ? render_list_json(e) : render_list_text(e);
@@ -462,6 +501,12 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
     const TenantCreds who = p.probe_creds();
     p.probe = probe_host(p.policy().ro_bind, who.uid, who.gid, run_trial);
 
+    // The verb's requirements (one table), before its body.
+    if (auto st = require_all(requirements_of(cl.verb, attach), p); !st) {
+        const int rc = refuse(st.error());
+        if (attach && st.error().code == Exit::refused) refusal_backoff(p.policy(), *cl.user, db);
+        return rc;
+    }
     switch (cl.verb) {
         case Verb::print: return do_print(p, cl, start);
         case Verb::check: return do_check(p, start);

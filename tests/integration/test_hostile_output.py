@@ -12,7 +12,7 @@ import sys
 import time
 
 from conftest import PROXY, REPO, RUNTIME_DIR, new_session
-from ptyutil import attach, shell_ready
+from ptyutil import PtyProcess, attach, shell_ready
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(REPO, "install", "clihost"))
@@ -49,7 +49,15 @@ HOOK_TEXT = "x\rtenant=ctj-bob uid=1008 supervisor=1 started=2026-01-01T00:00:00
 
 
 def test_list_cannot_be_forged_by_a_session_name_or_a_hook(host, alice, bob, terms):
-    s_a, _ = started_jail(host, alice, terms)
+    # A UTF-8 locale for alice's session jail: the query jail that its
+    # supervisor starts for `list` has that jail's environment, and a tmux
+    # client of a UTF-8 locale passes control bytes on raw (else as "_"),
+    # so the escaping below meets them.
+    s_a = new_session()
+    t_a = PtyProcess([host.bin, "run", "--user", alice, "--session", s_a], user=PROXY,
+                     env={"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "LANG": "C.UTF-8"})
+    terms.append(t_a)
+    assert shell_ready(t_a), t_a.output()
     s_b, _ = started_jail(host, bob, terms)
     assert host.tmux(alice, "new-session", "-d", "-s", FORGED_NAME).returncode == 0
     assert host.tmux(alice, "set-hook", "-g", "after-list-sessions",

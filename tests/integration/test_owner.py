@@ -216,12 +216,12 @@ def test_the_endpoint_refuses_a_non_root_peer(host, alice, terms):
         code = ("import socket,sys\n"
                 "s=socket.socket(socket.AF_UNIX,socket.SOCK_SEQPACKET); s.settimeout(5); s.connect(sys.argv[1])\n"
                 "print(s.recv(2000).decode())\n")
-        p = subprocess.run(["python3", "-c", code, ep], input=request(2), capture_output=True,
+        p = subprocess.run(["python3", "-c", code, ep], input=request(3), capture_output=True,
                            preexec_fn=lambda: os.setuid(65534), timeout=20)
         assert "fail 1 the supervisor speaks to root only" in p.stdout.decode(), p
         # Control: root's connection passes that check (and meets the next).
         s = connect_root(alice)
-        s.send(request(2))
+        s.send(request(3))
         assert "speaks to root only" not in s.recv(2000).decode()
     finally:
         os.chmod(ep, 0o755)
@@ -234,7 +234,7 @@ def test_a_wrong_protocol_version_is_refused_with_its_line(host, alice, terms):
     s = connect_root(alice)
     s.send(request(1))
     reply = s.recv(2000).decode()
-    assert reply.startswith("fail 3 protocol version 1 is not this supervisor's (2)"), reply
+    assert reply.startswith("fail 3 protocol version 1 is not this supervisor's (3)"), reply
     assert f"clihost-jail stop --user {alice}" in reply, reply
     # A front of another version (the fault-injection build stands in).
     faults = install_faults_bin(host, "clihost-jail-faults-proto")

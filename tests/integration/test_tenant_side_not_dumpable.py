@@ -165,13 +165,19 @@ def test_every_tenant_side_process_is_not_dumpable(host, alice, faults_bin, suid
             assert_unreadable(probe_while_paused(host, alice, faults_bin, Connection, exclude=before))
             return
         else:
-            # A session jail running (the plain build), then the faults build's
-            # client jail: kill.
-            t = PtyProcess([host.bin, "run", "--user", alice, "--session", s])
+            # The supervisor starts kill's query jail: a session jail of the
+            # faults build's supervisor, then kill, whose query jail's
+            # watcher that supervisor forks (the session jail's own watcher
+            # is left out of the probe). Paused 3 s, the query misses its
+            # 2 s deadline: the probe needs only the process.
+            t = PtyProcess([faults_bin, "run", "--user", alice, "--session", s], env=dict(env_with_secret(), TERM="xterm"))
             terms.append(t)
             t.write("echo UP_$((6*7))\r")
-            assert t.wait_for("UP_42", 15), t.output()
+            assert t.wait_for("UP_42", 30), t.output()
+            before = set(tenant_side(faults_bin, pwd.getpwnam(alice).pw_uid))
             start = run_faults(host, faults_bin, ["kill", "--user", alice, "--session", s])
+            assert_unreadable(probe_while_paused(host, alice, faults_bin, start, exclude=before))
+            return
         assert_unreadable(probe_while_paused(host, alice, faults_bin, start))
     finally:
         for t in terms:

@@ -21,7 +21,7 @@ SupervisorRecord sample() {
 
 TEST(RuntimeState, RecordFormatIsOneExactLine) {
     EXPECT_EQ(format_record(sample()),
-              "v2 alice 1001 4242 987654 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 1764763200 1001.sock\n");
+              "v3 alice 1001 4242 987654 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 1764763200 1001.sock\n");
 }
 
 // A record of a build before the owner model (no endpoint) is read as such:
@@ -33,6 +33,10 @@ TEST(RuntimeState, PreviousFormatIsRecognised) {
     auto old = sample();
     old.version = 1;
     EXPECT_EQ(format_record(old), "v1 alice 1001 4242 987654 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 1764763200\n");
+    // A supervisor of protocol version 2 (before list and kill were queries).
+    auto v2 = parse_record("v2 alice 1001 4242 987654 0f1e 1764763200 1001.sock\n");
+    ASSERT_TRUE(v2.ok()) << v2.error().message;
+    EXPECT_EQ(v2.value().version, 2);
 }
 
 TEST(RuntimeState, RecordRoundTrips) {
@@ -58,7 +62,8 @@ INSTANTIATE_TEST_SUITE_P(Table, RecordRefused,
                          ::testing::Values(
                              "",                                                          // empty
                              "v1 alice 1001 4242 987654 0f1e 1764763200",                 // no newline
-                             "v3 alice 1001 4242 987654 0f1e 1764763200 1001.sock\n",     // unknown version
+                             "v4 alice 1001 4242 987654 0f1e 1764763200 1001.sock\n",     // unknown version
+                             "v3 alice 1001 4242 987654 0f1e 1764763200\n",               // v3 without its endpoint
                              "v2 alice 1001 4242 987654 0f1e 1764763200\n",               // v2 without its endpoint
                              "v2 alice 1001 4242 987654 0f1e 1764763200 1002.sock\n",     // another tenant's endpoint
                              "v2 alice 1001 4242 987654 0f1e 1764763200 ../x.sock\n",     // a path

@@ -1,0 +1,83 @@
+// query.cpp: a tenant's query jail, started by its supervisor (query.hpp).
+#include "proc/query.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/log.hpp"
+#include "decide/plan.hpp"
+#include "proc/jail_start.hpp"
+#include "proc/supervise.hpp"
+
+namespace clihost {
+namespace {
+
+constexpr std::size_t kMaxQueryOutput = std::size_t{64} * 1024;
+
+// A pipe whose read end (ours) does not block and whose write end (the
+// jail's) does.
+bool query_pipe(UniqueFd& read_end, UniqueFd& write_end) {
+    int fds[2] = {-1, -1};
+    if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+    read_end.reset(fds[0]);
+    write_end.reset(fds[1]);
+    const int fl = ::fcntl(fds[0], F_GETFL);
+    return fl >= 0 && ::fcntl(fds[0], F_SETFL, fl | O_NONBLOCK) == 0;
+}
+
+}  // namespace
+
+Result<RunningQuery> start_query(const OwnerContext& ctx, HandoverKind kind, const std::string& session) {
+    if (!is_query(kind)) return fail(Exit::internal, "a query jail lists or kills");
+    const bool list = kind == HandoverKind::list;
+    const Request req{list ? JailAction::list_sessions : JailAction::kill_session, list ? "" : session, {}};
+    // The session jail's environment (its first caller's extra_env values,
+    // PAM's): its tmux client speaks as its tmux server was started.
+    auto plan = build_plan(ctx.start.policy, ctx.start.tenant, req, ctx.start.probe, ctx.start.caller_env, ctx.pam_env);
+    if (!plan) return plan.error();
+    const UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    RunningQuery q;
+    q.kind = kind;
+    UniqueFd out_w, err_w;
+    if (!null.valid() || !query_pipe(q.out, out_w) || !query_pipe(q.err, err_w))
+        return fail(Exit::internal, "cannot make a query jail's pipes");
+    auto start = QueryJailStart::make(plan.value(), Stdio{{null.get(), out_w.get(), err_w.get()}});
+    if (!start) return start.error();
+    auto pid = start_jail(start.value(), TenantContext{&ctx.limits, &ctx.place});
+    if (!pid) return pid.error();
+    q.watcher = pid.value();
+    q.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTenantQueryDeadlineMs);
+    log::audit("allow", audit_reason(std::string("query jail (") + (list ? "list" : "kill") + ") started by supervisor " +
+                                         std::to_string(::getpid()) + ", watcher " + std::to_string(q.watcher),
+                                     plan.value()));
+    return q;
+}
+
+void read_query_output(RunningQuery& q, int fd) {
+    const bool is_err = q.err.valid() && fd == q.err.get();
+    UniqueFd& from = is_err ? q.err : q.out;
+    std::string& into = is_err ? q.err_text : q.out_text;
+    char buf[4096];
+    for (int i = 0; i < 64; ++i) {
+        const ssize_t n = ::read(from.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) return;
+        if (n <= 0) {
+            from.reset();
+            return;
+        }
+        if (into.size() < kMaxQueryOutput)
+            into.append(buf, std::min(static_cast<std::size_t>(n), kMaxQueryOutput - into.size()));
+    }
+}
+
+bool query_ready(const RunningQuery& q) { return q.reaped && !q.out.valid() && !q.err.valid(); }
+
+QueryAnswer query_answer(const RunningQuery& q) {
+    if (!q.reaped) return QueryAnswer{};
+    return answer_of(q.kind, exit_status_of(q.status), q.out_text, q.err_text);
+}
+
+}  // namespace clihost

@@ -1,0 +1,48 @@
+// query.hpp: a query of a tenant's tmux (list, kill), asked of the
+// tenant's supervisor (decide/request.hpp) and answered by a query jail
+// that the supervisor starts as its own child, as any connection jail
+// (jail_start.cpp:start_jail: the jails leaf, the tenant's limits and PAM's
+// environment, no network): a tmux client whose stdout and stderr come back
+// on pipes, read without blocking the supervisor's loop, bounded, within
+// kTenantQueryDeadlineMs.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+
+#include "base/result.hpp"
+#include "base/unique_fd.hpp"
+#include "decide/request.hpp"
+#include "proc/owner.hpp"
+
+namespace clihost {
+
+// What a query jail wrote and how it ended, as far as it got.
+struct RunningQuery {
+    HandoverKind kind{HandoverKind::list};
+    pid_t watcher{-1};
+    bool reaped{false};
+    int status{-1};  // its wait status, once reaped
+    bool answered{false};
+    UniqueFd out, err;  // non-blocking read ends; invalid at end of file
+    std::string out_text, err_text;
+    std::chrono::steady_clock::time_point deadline;
+};
+
+// Starts the query jail for `kind` (list: list-sessions; kill: kill-session
+// -t =SESSION, then list-sessions): stdin /dev/null, stdout and stderr on
+// pipes. Its deadline is kTenantQueryDeadlineMs from now.
+Result<RunningQuery> start_query(const OwnerContext& ctx, HandoverKind kind, const std::string& session);
+
+// Reads what is readable on `fd` (one of q's): up to 64 KiB a stream are
+// kept, the rest read and dropped (a client never blocks on a full pipe).
+void read_query_output(RunningQuery& q, int fd);
+
+// The answer once the jail has ended and both streams are at their end
+// (ready), or no_answer for a jail that did not end well.
+bool query_ready(const RunningQuery& q);
+QueryAnswer query_answer(const RunningQuery& q);
+
+}  // namespace clihost
