@@ -183,7 +183,8 @@ check "remove deletes the sshd drop-in" "[ ! -e $dropin ]"
 # by postinst (issue 22, item 6): a live supervisor with a v2 record (a
 # sleep stands in for it: the recorded pid and start time), a v2 record
 # whose pid is gone, and a record of this build's version.
-install -d -m 0755 /run/clihost-jail
+made_run_dir=
+if [ ! -d /run/clihost-jail ]; then install -d -m 0700 /run/clihost-jail; made_run_dir=1; fi
 sleep 300 &
 stand_in=$!
 stand_in_ticks=$(awk '{ print $22 }' "/proc/$stand_in/stat")
@@ -194,6 +195,7 @@ echo "v$(sed -nE 's/^inline constexpr int kRecordVersion = ([0-9]+);/\1/p' "$rep
 dpkg -i "$deb" >/dev/null 2>"$work/reinstall.err"
 kill "$stand_in" 2>/dev/null || true
 rm -f /run/clihost-jail/6400[123].state
+[ -z "$made_run_dir" ] || rmdir /run/clihost-jail
 check "postinst counts the live session jails of another version (1) and names clihost-jail stop" \
   "grep -qx 'clihost-jail: 1 session jail(s) of another version still run; end each with clihost-jail stop --user TENANT' '$work/reinstall.err'"
 check "postinst's current record version is the helper's (kRecordVersion)" \
