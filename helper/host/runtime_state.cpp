@@ -216,17 +216,7 @@ std::optional<SupervisorRecord> RuntimeDir::read(uid_t uid) const {
 }
 
 Status RuntimeDir::write(const SupervisorRecord& r) const {
-    const std::string name = record_name(r.uid);
-    const std::string tmp = name + ".tmp" + std::to_string(::getpid());
-    UniqueFd fd(::openat(fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid()) return fail(Exit::internal, "cannot write the session record: " + std::string(std::strerror(errno)));
-    const std::string text = format_record(r);
-    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-        ::renameat(fd_.get(), tmp.c_str(), fd_.get(), name.c_str()) != 0) {
-        ::unlinkat(fd_.get(), tmp.c_str(), 0);
-        return fail(Exit::internal, "cannot write the session record: " + std::string(std::strerror(errno)));
-    }
-    return ok_status();
+    return replace_file(record_name(r.uid), format_record(r), "the session record");
 }
 
 void RuntimeDir::remove_if(uid_t uid, pid_t pid) const {
@@ -258,16 +248,30 @@ bool RuntimeDir::runs_session_jail(const SupervisorRecord& r) const {
 }
 
 Status RuntimeDir::write_settings(const SupervisorRecord& r, const JailSettings& settings) const {
-    const std::string name = settings_name(r.uid);
-    const std::string tmp = name + ".tmp" + std::to_string(::getpid());
-    UniqueFd fd(::openat(fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid())
-        return fail(Exit::internal, "cannot write the session jail's settings: " + std::string(std::strerror(errno)));
     const std::string text = settings_header(r) + format_settings(settings);
-    if (text.size() > kMaxSettingsFile || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+    if (text.size() > kMaxSettingsFile) return fail(Exit::internal, "the session jail's settings are too large");
+    return replace_file(settings_name(r.uid), text, "the session jail's settings");
+}
+
+// Written whole or not at all: a temporary file renamed over `name`. A
+// temporary file of a process that died before its rename (SIGKILLed) may
+// be left under the name a new process of the same pid wants: it goes
+// first (the directory is root's, 0700: nobody else makes files here).
+Status RuntimeDir::replace_file(const std::string& name, const std::string& text, const std::string& what) const {
+    auto failed = [&] {
+        std::string m("cannot write ");
+        m.append(what).append(": ").append(std::strerror(errno));
+        return fail(Exit::internal, m);
+    };
+    const std::string tmp = name + ".tmp" + std::to_string(::getpid());
+    if (::unlinkat(fd_.get(), tmp.c_str(), 0) != 0 && errno != ENOENT) return failed();
+    UniqueFd fd(::openat(fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid()) return failed();
+    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
         ::renameat(fd_.get(), tmp.c_str(), fd_.get(), name.c_str()) != 0) {
+        const Error e = failed();
         ::unlinkat(fd_.get(), tmp.c_str(), 0);
-        return fail(Exit::internal, "cannot write the session jail's settings: " + std::string(std::strerror(errno)));
+        return e;
     }
     return ok_status();
 }

@@ -139,6 +139,7 @@ public:
 
 private:
     explicit RuntimeDir(UniqueFd fd) : fd_(std::move(fd)) {}
+    Status replace_file(const std::string& name, const std::string& text, const std::string& what) const;
 
 public:
     // The directory, opened (for *at calls).

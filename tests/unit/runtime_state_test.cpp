@@ -2,6 +2,7 @@
 // start time read past a hostile command name.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -152,4 +153,37 @@ TEST(RuntimeState, ThisProcessAsItsOwnRecordIsLiveWhenRoot) {
     r.pid = getpid();
     r.start_ticks = own_start_ticks().value();
     EXPECT_TRUE(record_is_live(r));
+}
+
+TEST(RuntimeState, AWriteReplacesATemporaryFileThatADeadProcessLeft) {
+    // A supervisor SIGKILLed between creating its temporary file and the
+    // rename leaves it under a name with its pid; a new supervisor that
+    // gets the same pid must still write its record and settings (it
+    // failed to start with "File exists").
+    ASSERT_EQ(geteuid(), 0u) << "run the unit tests as root, as tests/run.sh does";
+    auto dir = RuntimeDir::open();
+    ASSERT_TRUE(dir.ok()) << dir.error().message;
+    SupervisorRecord r = sample();
+    r.uid = 3999999;  // no tenant's
+    r.pid = getpid();
+    const std::string uid = std::to_string(r.uid);
+    const std::string pid = std::to_string(getpid());
+    const int at = dir.value().fd();
+    for (const std::string& stale : {uid + ".state.tmp" + pid, uid + ".settings.tmp" + pid}) {
+        const int fd = openat(at, stale.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        ASSERT_GE(fd, 0) << stale;
+        close(fd);
+    }
+    const Status wrote = dir.value().write(r);
+    const Status wrote_settings = dir.value().write_settings(r, JailSettings{});
+    const bool left = faccessat(at, (uid + ".state.tmp" + pid).c_str(), F_OK, 0) == 0 ||
+                      faccessat(at, (uid + ".settings.tmp" + pid).c_str(), F_OK, 0) == 0;
+    const auto read_back = dir.value().read(r.uid);
+    for (const std::string& name : {uid + ".state", uid + ".settings", uid + ".state.tmp" + pid, uid + ".settings.tmp" + pid})
+        unlinkat(at, name.c_str(), 0);
+    EXPECT_TRUE(wrote.ok()) << wrote.error().message;
+    EXPECT_TRUE(wrote_settings.ok()) << wrote_settings.error().message;
+    EXPECT_FALSE(left);
+    ASSERT_TRUE(read_back.has_value());
+    EXPECT_EQ(read_back->pid, getpid());
 }
