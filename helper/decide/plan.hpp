@@ -32,8 +32,7 @@ inline constexpr std::string_view kDefaultShell = "/bin/sh";
 inline constexpr int kStatusFd = 4;
 // An isolated jail's start-up (net.hpp): bwrap writes its child's pid on
 // kInfoFd (--info-fd), waits on kBlockFd (--block-fd) until the network is
-// attached, and copies the jail's resolv.conf from kResolvFd. An attach jail
-// waits on kBlockFd too, until its PAM account check has passed.
+// attached, and copies the jail's resolv.conf from kResolvFd.
 inline constexpr int kInfoFd = 5;
 inline constexpr int kBlockFd = 6;
 inline constexpr int kResolvFd = 7;
