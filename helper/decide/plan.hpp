@@ -18,7 +18,7 @@
 
 namespace clihost {
 
-// The fd number the plan names in "--seccomp N"; exec_jail puts it there.
+// The fd number the plan names in "--seccomp N"; bwrap_exec.cpp puts it there.
 // The lowest after stdio, so that a caller's low RLIMIT_NOFILE cannot make
 // the number itself invalid.
 inline constexpr int kSeccompFd = 3;

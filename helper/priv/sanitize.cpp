@@ -55,7 +55,7 @@ bool reset_signals() {
         ::sigaction(sig, &sa, nullptr);  // EINVAL for the RT signals glibc reserves: fine
     }
     // A caller's RLIMIT_FSIZE must not kill the root helper mid-write (no
-    // message, no audit line): writes fail with EFBIG instead. exec_jail
+    // message, no audit line): writes fail with EFBIG instead. bwrap_exec.cpp
     // gives the jail the default disposition back.
     struct sigaction ignore {};
     ignore.sa_handler = SIG_IGN;

@@ -1,6 +1,5 @@
-// capture.cpp: `check`'s short tenant processes (capture.hpp). May fork,
-// drop (run_as_tenant) and exec bwrap or a fixed argv, read the child's
-// pipe, and reap its own children.
+// capture.cpp: `check`'s dropped command (capture.hpp). May fork, drop
+// (run_as_tenant) and exec a fixed argv, read the child's pipe, and reap it.
 #include "proc/capture.hpp"
 
 #include <fcntl.h>
@@ -20,45 +19,6 @@
 #include "proc/supervise.hpp"
 
 namespace clihost {
-
-void exec_jail(const Plan& plan, pid_t expected_parent) noexcept {
-    run_as_tenant(plan.creds, expected_parent, SIGKILL, [&] {
-        const Error e = [&] {
-            // Nobody here would attach its network: it needs a watcher.
-            if (plan.net == JailNet::isolated) return fail(Exit::internal, "an isolated jail cannot be exec'd directly");
-            // Its argv makes no namespace: it would have the host's network.
-            if (plan.net == JailNet::tenant_empty)
-                return fail(Exit::internal, "a jail planned to join a namespace cannot be exec'd directly");
-            // Nobody here would open its gate.
-            if (auto st = prove_private_proc(plan); !st) return st.error();
-            // Nobody waits here to read a one-off jail's status: bwrap's
-            // --json-status-fd writes it to /dev/null.
-            if (!plans_status_report(plan.action)) return exec_bwrap(plan);
-            const UniqueFd null(::open("/dev/null", O_WRONLY | O_CLOEXEC));
-            if (!null.valid()) return fail(Exit::internal, "cannot open /dev/null");
-            return exec_bwrap(plan, JailFds{null.get()});
-        }();
-        reap_trial();  // not exec'd: no zombie of ours outlives us (init may not reap)
-        report_tenant_failure(e);
-        return static_cast<int>(e.code);
-    });
-}
-
-int trial_jail_status(const Plan& plan) {
-    // Its output is not the caller's: stdin, stdout and stderr on /dev/null.
-    const pid_t self = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-        for (int fd = 0; fd <= 2; ++fd)
-            if (null < 0 || ::dup2(null, fd) != fd) ::_exit(static_cast<int>(Exit::internal));
-        exec_jail(plan, self);
-    }
-    if (pid < 0) return -1;
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    return exit_status_of(status);
-}
 
 std::string dropped_output(const TenantCreds& creds, const std::vector<std::string>& argv) {
     int fds[2];

@@ -5,6 +5,7 @@
 // start_jail's, on one screen.
 #include "proc/jail_start.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -192,6 +193,16 @@ Result<int> run_network_trial(const Plan& plan, const TenantCreds& net) {
     const int status = supervise(child.value());
     if (!user_net && user_net.error().message != kJailEndedEarly) return user_net.error();
     return exit_status_of(status);
+}
+
+Result<int> run_trial_jail(const Plan& plan) {
+    const UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    if (!null.valid()) return fail(Exit::internal, "cannot open /dev/null");
+    auto start = OneOffJailStart::make(plan, Stdio{{null.get(), null.get(), null.get()}}, std::nullopt);
+    if (!start) return start.error();
+    auto child = start_jail(start.value(), TenantContext{});
+    if (!child) return child.error();
+    return exit_status_of(supervise(child.value()));
 }
 
 }  // namespace clihost

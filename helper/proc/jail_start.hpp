@@ -164,4 +164,10 @@ inline constexpr int kNoServerStatus = 75;
 // and gone. Returns its exit status.
 Result<int> run_network_trial(const Plan& plan, const TenantCreds& net);
 
+// `check`'s jail trial (a tenant process outside the owner, ended before
+// `check` returns): start_jail(OneOffJailStart) of `plan` (network none or
+// host), its stdio on /dev/null, the watcher waited for here. Returns its
+// exit status.
+Result<int> run_trial_jail(const Plan& plan);
+
 }  // namespace clihost

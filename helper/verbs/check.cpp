@@ -37,7 +37,9 @@ bool trial_jail(const Prepared& p, const std::vector<std::string>& command) {
     policy.allow_caller_command = true;  // our own fixed command, not the caller's
     policy.network = NetworkMode::host;
     auto plan = build_plan(policy, *p.tenant, {JailAction::command, "check", command}, p.probe, {}, {});
-    return plan && trial_jail_status(plan.value()) == 0;
+    if (!plan) return false;
+    const auto status = run_trial_jail(plan.value());
+    return status && status.value() == 0;
 }
 
 // network = isolated needs slirp4netns, the group, /dev/net/tun and the

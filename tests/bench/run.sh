@@ -612,7 +612,7 @@ cg_summary() {  # cg_summary LABEL FILE
         /clihost::probe_host\(/                      { show("probe", "  probe_host (parent side; the trial is a fork)") }
         /clihost::PamSession::open\(/                { show("pamopen", "  PamSession::open (pam_start .. pam_open_session)") }
         /clihost::hand_over\(/                       { show("sup", "  hand_over (to the supervisor, wait, relay)") }
-        /clihost::exec_jail\(/                       { show("exec", "  exec_jail (drop, verify, exec)") }
+        /clihost::start_jail\(/                      { show("exec", "  start_jail (the watcher: drop, verify, bwrap)") }
         /clihost::log::audit\(/                      { show("audit", "  clihost::log::audit (all audit lines)") }
     '
 }
