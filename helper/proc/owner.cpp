@@ -362,12 +362,18 @@ private:
                 fds.emplace_back(fd);
             }
         }
+        // Only a query (list, kill) leaves a supervisor started for a
+        // one-off waiting for that one-off's connection
+        // (kFirstConnectionSeconds); a front that went away or was refused
+        // ends the wait: with no jail, the supervisor ends now.
         if (n <= 0) {
+            idle_until_ = 0;
             c.sock.reset();
             return;
         }
         msg.resize(static_cast<std::size_t>(n));
         auto refuse = [&](const Error& e) {
+            idle_until_ = 0;
             log::audit(e.code == Exit::refused ? "deny" : "fail", e.message);
             (void)send_reply(c.sock.get(), Reply{ReplyKind::fail, static_cast<int>(e.code), e.message});
             c.sock.reset();
@@ -395,8 +401,6 @@ private:
             c.sock.reset();
             return;
         }
-        // A query (list, kill) leaves a supervisor started for a one-off
-        // waiting for that one-off's connection (kFirstConnectionSeconds).
         if (is_query(rq.kind)) {
             if (!fds.empty()) return refuse(fail(Exit::refused, "a query carries no descriptors"));
             return query(c, rq);
