@@ -266,10 +266,10 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
     return build_plan(policy, tenant, valid.value(), probe, caller_env, pam_env);
 }
 
-Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidRequest& valid, const HostProbe& probe,
-                        const CallerEnv& caller_env, const std::vector<std::string>& pam_env) {
+Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidRequest& valid_request,
+                        const HostProbe& probe, const CallerEnv& caller_env, const std::vector<std::string>& pam_env) {
     const Account& t = tenant.account;
-    const Request& request = valid.request();
+    const Request& request = valid_request.request();
     auto proc = decide_proc(policy.proc, probe);
     if (!proc) return proc.error();
     Plan plan;

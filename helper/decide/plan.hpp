@@ -163,7 +163,7 @@ Result<ValidRequest> validate_request(const Policy& policy, const Account& tenan
                                       const HostProbe& probe);
 
 // The plan of a validated request, with the same policy, tenant and probe.
-Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidRequest& request,
+Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidRequest& valid_request,
                         const HostProbe& probe, const CallerEnv& caller_env, const std::vector<std::string>& pam_env);
 // validate_request, then the above: for a request planned once.
 Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Request& request, const HostProbe& probe,
