@@ -13,6 +13,7 @@ import time
 import pytest
 
 from conftest import PROXY, new_session, pids, wait_until
+from ownerutil import ancestors
 from ptyutil import PtyProcess
 
 
@@ -111,17 +112,6 @@ def test_session_false_the_supervisor_still_owns_the_jail(host, alice, network):
     caller.wait()
     assert host.wait_gone(alice), host.processes_of(alice)
     assert wait_until(lambda: not host.helper_pids(), 10), host.helper_pids()
-
-
-def ancestors(pid):
-    out = []
-    while pid > 1:
-        try:
-            pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
-        except OSError:
-            break
-        out.append(pid)
-    return out
 
 
 def test_exit_status_of_the_jailed_command_is_returned(host, alice):

@@ -9,7 +9,6 @@ ends every process of the tenant; the supervisor is root through and
 through; the endpoint trusts root only, speaks one protocol version, and
 a stalled or flooding caller costs it nothing lasting.
 """
-import json
 import os
 import pwd
 import re
@@ -22,6 +21,7 @@ import pytest
 
 from conftest import (PROXY, RUNTIME_DIR, install_faults_bin, log_lines, logged_at, new_session, proc_status, sh, spawn,
                       wait_until)
+from ownerutil import listed_json
 from ptyutil import PtyProcess, attach, shell_ready
 
 
@@ -313,19 +313,6 @@ def test_a_session_jail_of_the_previous_version_is_refused_by_name(host, alice, 
     t2 = attach(host, alice, new_session(), terms)
     assert shell_ready(t2), t2.output()
     assert listed_json(host, alice)["earlier_version"] is False
-
-
-def listed_json(host, tenant):
-    r = host.run_as(PROXY, [host.bin, "list", "--json", "--user", tenant])
-    assert r.returncode == 0, r
-    lines = r.stdout.splitlines()
-    assert len(lines) == 1, r.stdout
-    return json.loads(lines[0])
-
-
-# ---------------------------------------------------------------- races --
-
-RACE_ROUNDS = int(os.environ.get("CTJ_RACE_ROUNDS", "20"))
 
 
 def session_closed_counts(since_bytes):

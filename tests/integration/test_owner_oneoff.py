@@ -7,32 +7,10 @@ import os
 import pwd
 import re
 
-from conftest import CGROUP_PARENT, PROXY, REPO, RUNTIME_DIR, cgroup_missing, new_session, pids, proc_status, \
+from conftest import CGROUP_PARENT, PROXY, REPO, cgroup_missing, new_session, pids, proc_status, \
     wait_until
+from ownerutil import ancestors, ppid, supervisor_pid
 from ptyutil import PtyProcess, attach, shell_ready
-
-
-def supervisor_pid(tenant):
-    path = os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(tenant).pw_uid}.state")
-    try:
-        return int(open(path).read().split()[3])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def ppid(pid):
-    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
-
-
-def ancestors(pid):
-    out = []
-    while pid > 1:
-        try:
-            pid = ppid(pid)
-        except OSError:
-            break
-        out.append(pid)
-    return out
 
 
 def cmdline(pid):

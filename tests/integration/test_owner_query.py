@@ -3,7 +3,6 @@ running one (issue 22, item 1), which starts the query jail (a tmux client)
 as its own child, in the tenant's jails cgroup, and answers; with no session
 jail (only one-off jails) it answers at once. The endpoint answers a query
 from root only."""
-import json
 import os
 import pwd
 import socket
@@ -11,6 +10,7 @@ import subprocess
 import time
 
 from conftest import CGROUP_PARENT, PROXY, RUNTIME_DIR, cgroup_missing, new_session, pids, start_as, wait_until
+from ownerutil import ancestors, listed_json, ppid, supervisor_pid
 from ptyutil import PtyProcess, attach, shell_ready
 
 
@@ -24,28 +24,6 @@ def record_path(tenant):
 
 def endpoint(tenant):
     return os.path.join(RUNTIME_DIR, f"{uid_of(tenant)}.sock")
-
-
-def supervisor_pid(tenant):
-    try:
-        return int(open(record_path(tenant)).read().split()[3])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def ppid(pid):
-    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
-
-
-def ancestors(pid):
-    out = []
-    while pid > 1:
-        try:
-            pid = ppid(pid)
-        except OSError:
-            break
-        out.append(pid)
-    return out
 
 
 def cmdline(pid):
@@ -63,14 +41,6 @@ def tenant_processes_running(tenant, needle):
 def query_request(kind, session=""):
     fields = [kind, session, "root", "0", "root", "-", "0", "0"]
     return b"clihost-jail-request 3\0" + b"".join(f.encode() + b"\0" for f in fields)
-
-
-def listed_json(host, tenant):
-    r = host.run_as(PROXY, [host.bin, "list", "--json", "--user", tenant])
-    assert r.returncode == 0, r
-    lines = r.stdout.splitlines()
-    assert len(lines) == 1, r.stdout
-    return json.loads(lines[0])
 
 
 def test_the_query_jail_is_the_supervisors_in_the_tenants_jails_cgroup(host, alice, terms):
