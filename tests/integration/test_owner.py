@@ -315,6 +315,11 @@ def test_a_session_jail_of_the_previous_version_is_refused_by_name(host, alice, 
     assert listed_json(host, alice)["earlier_version"] is False
 
 
+# ---------------------------------------------------------------- races --
+
+RACE_ROUNDS = int(os.environ.get("CTJ_RACE_ROUNDS", "20"))
+
+
 def session_closed_counts(since_bytes):
     """{supervisor pid: its "session closed" lines} in the log written since."""
     counts = {}
