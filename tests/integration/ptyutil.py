@@ -91,7 +91,11 @@ def shell_ready(t, tag="READY", timeout=15.0, retype=5.0):
     while True:
         t.write(f"echo {tag}_$((40+2))\r")
         left = deadline - time.monotonic()
-        if t.wait_for(f"{tag}_42", max(0.0, min(retype, left))):
-            return True
+        # A connection that has ended gets no shell: stop waiting for one.
+        if wait_until(lambda: f"{tag}_42" in t.output() or t.proc.poll() is not None, max(0.0, min(retype, left))):
+            if f"{tag}_42" in t.output():
+                return True
+            if t.proc.poll() is not None:
+                return t.wait_for(f"{tag}_42", 0.2)
         if time.monotonic() >= deadline:
             return False
