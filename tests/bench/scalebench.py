@@ -258,15 +258,15 @@ def plain_tmux(t, marker):
     server started as T (its login shell inside), one client attached on a
     pty; USS and Pss of server, shell and client. Ended before returning."""
     sock = os.path.join(t.pw.pw_dir, ".cjb-scale-plain.sock")
-    c, _ = connect([TMUX, "-S", sock, "new-session", "-A", "-s", "plain"], plain_env(t.pw), t.creds, t.pw.pw_dir,
-                   marker, f"plain tmux of {t.name}")
+    c, ms = connect([TMUX, "-S", sock, "new-session", "-A", "-s", "plain"], plain_env(t.pw), t.creds, t.pw.pw_dir,
+                    marker, f"plain tmux of {t.name}")
     try:
         time.sleep(1.0)
         r = run_as(t.creds, [TMUX, "-S", sock, "display-message", "-p", "#{pid}"], plain_env(t.pw))
         server = int(r.stdout.strip())
         roles = {"tmux client": c.processes(), "tmux server": [server],
                  "shell": descendants(server)}
-        out = {}
+        out = {"start_ms": round(ms, 1)}
         for role, ps in roles.items():
             m = [rollup_kib(p) for p in ps]
             out[role] = {"n": len(ps), "pss_kib": sum(x[0] for x in m), "uss_kib": sum(x[1] for x in m),
@@ -315,6 +315,9 @@ def run(a):
     out["load_start"] = [float(x) for x in load]
 
     # ---------------------------------------------------------- 1. starts
+    # A reference for the machine's load: a plain tmux (no jail, no helper)
+    # started to the prompt before the first tenant and again at N.
+    out["plain_tmux_before"] = plain_tmux(tenants[0], marker)
     half = n // 2
     uss_at = {}
     for i, t in enumerate(tenants):
@@ -347,6 +350,15 @@ def run(a):
                 out["last_tenant"] = mems[-1]
                 out["per_tenant_tasks"] = [total(m, "tasks") for m in mems]
                 out["jails_pids_current"] = [jails_pids_current(x.pw.pw_uid, a.cgroup_parent) for x in tenants]
+                # Tenants whose processes differ from the first's (by role and count), with what differs.
+                shapes = [json.dumps({r: v["n"] for r, v in sorted(m.items())}) for m in mems]
+                common = max(set(shapes), key=shapes.count)
+                out["common_shape"] = json.loads(common)
+                out["odd_tenants"] = [{"tenant": x.name, "roles": {r: [v["n"], v["comm"]] for r, v in m.items()
+                                                                  if out["common_shape"].get(r) != v["n"]},
+                                       "cmdlines": [cmdline(p) for p in x.processes()
+                                                    if comm(p) not in ("bwrap",)][:16]}
+                                      for x, m, sh in zip(tenants, mems, shapes) if sh != common][:5]
                 # The same tenant's tmux without a jail or the helper, at N.
                 out["plain_tmux_at_n"] = plain_tmux(tenants[-1], marker)
     starts = [t.start_ms for t in tenants]
@@ -422,17 +434,33 @@ def run(a):
     # ------------------------------------------------------------ 4. stop
     drain(tenants)
     procs = set(all_pids)
-    t0 = time.perf_counter()
+    # Every `stop` forked and waiting behind a gate (a pipe: all see its end
+    # at once, as jailbench's concurrent does), then released together.
+    gate_r, gate_w = os.pipe()
     stops = []
     for t in tenants:
-        def demote():
-            os.setgroups(caller_creds[2])
-            os.setgid(caller_creds[1])
-            os.setuid(caller_creds[0])
-        stops.append(subprocess.Popen([a.suid_bin, "stop", "--user", t.name], env={"PATH": "/usr/bin:/bin"},
-                                      preexec_fn=demote, cwd=a.caller_dir, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
-    launched = time.perf_counter() - t0
+        log = os.path.join(a.workdir, f"stop-{t.name}.log")
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(gate_w)
+                fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.dup2(fd, 1)
+                os.dup2(fd, 2)
+                os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
+                os.setgroups(caller_creds[2])
+                os.setgid(caller_creds[1])
+                os.setuid(caller_creds[0])
+                os.chdir(a.caller_dir)
+                os.read(gate_r, 1)
+                os.execve(a.suid_bin, [a.suid_bin, "stop", "--user", t.name], {"PATH": "/usr/bin:/bin"})
+            finally:
+                os._exit(127)
+        stops.append((pid, log))
+    os.close(gate_r)
+    time.sleep(0.3)   # let them reach read()
+    t0 = time.perf_counter()
+    os.close(gate_w)
     deadline = t0 + 60
     gone_at = None
     fronts = {t.conn.pid: t for t in tenants}
@@ -450,17 +478,24 @@ def run(a):
                 break
             procs |= {x["pid"] for x in now}
         time.sleep(0.005)
-    stop_rc = []
-    for t, s in zip(tenants, stops):
-        try:
-            o, e = s.communicate(timeout=max(1, deadline - time.perf_counter()))
-        except subprocess.TimeoutExpired:
-            s.kill()
-            o, e = s.communicate()
-        stop_rc.append(s.returncode)
-        if s.returncode != 0:
-            eprint(f"[scale] stop --user {t.name}: exit {s.returncode}: {e.strip()[:200]}")
-    stops_done = time.perf_counter() - t0
+    stop_rc, stops_done = {}, 0.0
+    while len(stop_rc) < len(stops) and time.perf_counter() < deadline + 5:
+        for pid, _ in stops:
+            if pid not in stop_rc:
+                got, st = os.waitpid(pid, os.WNOHANG)
+                if got == pid:
+                    stop_rc[pid] = os.waitstatus_to_exitcode(st)
+                    stops_done = time.perf_counter() - t0
+        time.sleep(0.005)
+    for (pid, log), t in zip(stops, tenants):
+        if pid not in stop_rc:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            stop_rc[pid] = -9
+        if stop_rc[pid] != 0:
+            with open(log, errors="replace") as f:
+                eprint(f"[scale] stop --user {t.name}: exit {stop_rc[pid]}: {f.read().strip()[:200]}")
+    stop_rc = list(stop_rc.values())
     for t in tenants:
         try:
             os.close(t.conn.master)
@@ -473,7 +508,7 @@ def run(a):
             except ChildProcessError:
                 pass
     out["stop"] = {"all_gone_s": round(gone_at, 3) if gone_at is not None else None,
-                   "launch_s": round(launched, 3), "stops_exited_s": round(stops_done, 3),
+                   "stops_exited_s": round(stops_done, 3),
                    "failed": sum(1 for x in stop_rc if x != 0),
                    "fronts_left_after_stop": len(fronts)}
 
@@ -540,12 +575,16 @@ def report(out):
     for k, m in sorted(out["memory_at"].items(), key=lambda kv: int(kv[0])):
         print(f"at {k} tenants: {m['processes']} processes, {m['tasks']} tasks, "
               f"USS {m['uss_kib'] / MIB:.1f} MiB, Pss {m['pss_kib'] / MIB:.1f} MiB")
-    pl = out.get("plain_tmux_at_n", {})
+    pl = dict(out.get("plain_tmux_at_n", {}))
+    print(f"plain tmux (no jail, no helper) started to the prompt: {out['plain_tmux_before']['start_ms']:.0f} ms "
+          f"before the first tenant, {pl.pop('start_ms', float('nan')):.0f} ms at {n}")
     print(f"the same tenant's plain tmux at {n}, no jail, no helper (Pss / USS, KiB):")
     for role, r in sorted(pl.items(), key=lambda kv: -kv[1]["pss_kib"]):
         print(f"  {role:<16} x{r['n']}  Pss {r['pss_kib']:>6}  USS {r['uss_kib']:>6}")
     print(f"tasks per tenant (its processes): {sorted(set(out['per_tenant_tasks']))}; "
           f"pids.current of the jails leaves: {sorted(set(out['jails_pids_current']), key=str)}")
+    if out.get("odd_tenants"):
+        print(f"tenants whose processes differ from the first's at {n}: {json.dumps(out['odd_tenants'])}")
     lo = out["list_one_tenant"]
     print(f"`list --user` of one tenant: median {lo['median_s']:.3f} s, tenants' CPU {lo['tenant_cpu_s_median']:.3f} s;"
           f" {out['cpus']} CPUs")
