@@ -210,7 +210,10 @@ def sessions_listed(a, text, as_json, names):
 
 
 def supervisors_from_list(a, names):
+    """Each tenant's supervisor, as `list --json` names it; then 1 s for the
+    query jails that list made to end (one counted as the tenant's otherwise)."""
     r, _ = caller_run(a, ["list", "--json"])
+    time.sleep(1.0)
     sup = {}
     for line in r.stdout.splitlines():
         try:
