@@ -21,7 +21,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 packages=(build-essential cmake pkg-config libpam0g-dev libcap-ng-dev libspdlog-dev libfmt-dev
-          libgtest-dev libgmock-dev bubblewrap tmux sudo rsyslog python3 python3-pytest procps
+          libgtest-dev libgmock-dev bubblewrap tmux sudo rsyslog python3 python3-pytest python3-pyflakes procps
           util-linux libpam-modules libpam-runtime passwd login
           openssh-server openssh-client  # test_routes.py: a real sshd, and check runs sshd -T
           slirp4netns nftables iproute2  # network = isolated, and test_network.py's own test hosts
