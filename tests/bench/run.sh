@@ -4,8 +4,23 @@
 # and of session jails (reconnect, first connection, memory) against plain tmux.
 #
 #   sudo tests/bench/run.sh [--quick] [--keep-logs] [--profile]
+#   sudo tests/bench/run.sh --scale [N] [--keep-logs]
 #
 #   --quick      CI smoke: fewer runs, N=50 across 5 tenants (well under a minute)
+#   --scale [N]  only the scale stage (issue 24; not in CI): N tenants (default
+#                100), each with a session jail (network = isolated, PAM on)
+#                and one attached client, started one after another by the
+#                caller through the setuid helper on a pty; start times,
+#                `list` of all, memory, `stop` of all at once, leftovers
+#                (tests/bench/scalebench.py). Needs slirp4netns, the group
+#                clihost-jail-net, the nft table inet clihost_jail and
+#                /dev/net/tun 0666: whatever of these is missing is made for
+#                the run and undone after. At N=100: 1200 processes (12
+#                per tenant), 200 ptys, no inotify instance; the limits
+#                are checked and none is raised (Debian 12's defaults carry
+#                it: pid_max 32768, pty/max 4096, the driver's 100 ptys
+#                well under ulimit -n). Exit 1 also when a `list` misses a
+#                tenant's session. Results: tests/bench/RESULTS.md.
 #   --keep-logs  keep the work directory (latency and scan JSON) under /run
 #   --profile    afterwards, where the helper's own time goes: callgrind
 #                (installs valgrind) of C and D, and startup-only timings
@@ -87,12 +102,19 @@ REPO=$(cd "$HERE/../.." && pwd)
 QUICK=0
 KEEP_LOGS=0
 PROFILE=0
-for arg in "$@"; do
+SCALE=0
+ARGS=("$@")
+for ((k = 0; k < ${#ARGS[@]}; k++)); do
+    arg=${ARGS[k]}
     case "$arg" in
         --quick) QUICK=1 ;;
         --keep-logs) KEEP_LOGS=1 ;;
         --profile) PROFILE=1 ;;
-        -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
+        --scale)
+            SCALE=100
+            if [[ ${ARGS[k + 1]:-} =~ ^[0-9]+$ ]]; then SCALE=${ARGS[k + 1]}; k=$((k + 1)); fi
+            ((SCALE >= 2 && SCALE <= 999)) || { echo "run.sh: --scale N: 2..999" >&2; exit 2; } ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "run.sh: unknown argument $arg" >&2; exit 2 ;;
     esac
 done
@@ -141,6 +163,9 @@ SUID_DIR=""        # where the setuid copy of the helper lives
 CONF_CREATED=()    # directories of the built-in policy path the bench created (removed on exit)
 CONF_PATH=""
 PAM_ACTION=""   # "" untouched, "installed" (remove on exit), "bind-mounted" (private namespace)
+NET_GROUP_CREATED=""   # --scale: what it made for network = isolated (undone on exit)
+NFT_LOADED=""
+TUN_MODE=""
 cleanup() {
     local rc=$?
     set +e
@@ -190,6 +215,9 @@ cleanup() {
         installed) rm -f "$PAM_FILE" ;;
         bind-mounted) umount "$PAM_FILE" ;;
     esac
+    [[ -n $NFT_LOADED ]] && nft delete table inet clihost_jail
+    [[ -n $NET_GROUP_CREATED ]] && groupdel "$NET_GROUP_CREATED"
+    [[ -n $TUN_MODE ]] && chmod "$TUN_MODE" /dev/net/tun
     if [[ -n $WORK && -d $WORK ]]; then
         if ((KEEP_LOGS)); then log "logs kept in $WORK"; else rm -rf --one-file-system "$WORK"; fi
     fi
@@ -275,6 +303,7 @@ fi
 PREFIX="cjb$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
 PROMPT="${PREFIX}-ready\$"
 NTENANTS=$CONC_TENANTS
+((SCALE)) && NTENANTS=$SCALE
 log "creating $NTENANTS tenants ${PREFIX}01..$(printf '%02d' "$NTENANTS")"
 for i in $(seq 1 "$NTENANTS"); do
     t=$(printf '%s%02d' "$PREFIX" "$i")
@@ -364,9 +393,9 @@ ensure_suid_conf() {
     mount --bind "$SUID_CONF_DIR" "$dir" || die "cannot bind the bench's policy over $dir"
     cmp -s "$SUID_CONF" "$CONF_PATH" || die "the setuid helper's policy at $CONF_PATH is not the bench's"
 }
-suid_conf() {  # suid_conf true|false: the setuid helper's policy, PAM session on or off
-    printf '[callers]\nusers = %s\ngroups = %s\n[jail]\nallow_caller_command = true\nnetwork = host\n[pam]\nsession = %s\n' \
-        "$CALLER" "$CALLER_GROUP" "$1" >"$SUID_CONF"
+suid_conf() {  # suid_conf true|false [NETWORK]: the setuid helper's policy, PAM session on or off
+    printf '[callers]\nusers = %s\ngroups = %s\n[jail]\nallow_caller_command = true\nnetwork = %s\n[pam]\nsession = %s\n' \
+        "$CALLER" "$CALLER_GROUP" "${2:-host}" "$1" >"$SUID_CONF"
     chmod 0644 "$SUID_CONF"
     ensure_suid_conf
 }
@@ -380,6 +409,7 @@ suid_conf true
 
 # ----------------------------------------------------------- host limits
 need_procs=$((CONC_N * 4 + 200))
+((SCALE)) && need_procs=$((SCALE * 16 + 200))   # 12 processes per tenant (scalebench.py), and margin
 nproc_lim=$(ulimit -u)
 pid_max=$(cat /proc/sys/kernel/pid_max)
 threads_max=$(cat /proc/sys/kernel/threads-max)
@@ -395,11 +425,41 @@ done
 log "limits: RLIMIT_NPROC(root)=$nproc_lim pid_max=$pid_max threads-max=$threads_max" \
     "max_user_namespaces=$userns_max cgroup pids.max=$cg_pids; N=$CONC_N needs ~$need_procs pids" \
     "and $CONC_N user namespaces ($((CONC_N / CONC_TENANTS)) jails x 3 processes per tenant uid)"
+((SCALE)) && log "scale: $SCALE tenants need ~$need_procs pids and $((SCALE * 3)) user namespaces"
 for lim in "$pid_max" "$threads_max" "$cg_pids"; do
     [[ $lim == max || $lim == unlimited || $lim -ge $need_procs ]] ||
         die "a pid limit ($lim) is below the ~$need_procs the concurrency test needs"
 done
 ((userns_max >= CONC_N)) || die "user.max_user_namespaces=$userns_max < $CONC_N"
+
+# ------------------------------------------------------ scale (--scale N)
+if ((SCALE)); then
+    # network = isolated, as a tenant gets by default: what it needs on the
+    # host, made for this run where missing and undone on exit.
+    need /usr/bin/slirp4netns slirp4netns
+    need nft nftables
+    if ! getent group clihost-jail-net >/dev/null; then
+        groupadd --system clihost-jail-net; NET_GROUP_CREATED=clihost-jail-net
+    fi
+    if ! nft list table inet clihost_jail >/dev/null 2>&1; then
+        nft -f "$REPO/install/nftables/clihost-jail.nft"; NFT_LOADED=1
+    fi
+    [[ -c /dev/net/tun ]] || die "/dev/net/tun is missing"
+    tun=$(stat -c %a /dev/net/tun)
+    [[ $tun == 666 ]] || { TUN_MODE=$tun; chmod 0666 /dev/net/tun; }
+    pty_max=$(cat /proc/sys/kernel/pty/max); pty_nr=$(cat /proc/sys/kernel/pty/nr)
+    ((pty_max - pty_nr >= 2 * SCALE + 16)) || die "kernel.pty.max=$pty_max ($pty_nr in use): $SCALE tenants need $((2 * SCALE))"
+    nofile=$(ulimit -n)
+    ((nofile >= 4 * SCALE + 64)) || die "ulimit -n is $nofile: the driver holds a pty per tenant and more; raise it"
+    suid_conf true isolated
+    log "scale: $SCALE tenants, each a session jail (network = isolated, PAM on) and one attached client"
+    cat /proc/loadavg >"$WORK/loadavg-start.txt"
+    rc=0
+    nice -n -10 "$PY" "$HERE/scalebench.py" --tenants "$NAMES_CSV" --suid-bin "$SUID_BIN" --caller "$CALLER" \
+        --caller-dir "$WORK/caller" --bin "$BIN" --runtime-dir "$RUNTIME_DIR" --marker "$PROMPT" \
+        --json-out "$WORK/results/scale.json" --workdir "$WORK/results" || rc=$?
+    exit "$rc"
+fi
 
 # --------------------------------------------------------- 1. launch latency
 cat /proc/loadavg >"$WORK/loadavg-start.txt"
