@@ -26,7 +26,8 @@ As a program:
                 "err:<errno name>" or "timeout". Kinds: tcp, udp, abstract
                 (connect and read the answer), resolve (getaddrinfo), dns
                 (one query to a given server), bind (hold a port), read (a
-                file), netns; for the benchmark bulk and connect (timings).
+                file), netns; for the benchmark bulk, bulk_gated and
+                connect (timings).
 """
 import errno
 import json
@@ -353,6 +354,34 @@ def probe_one(p):
                         return f"err:short:{got}"
                     got += n
                 return f"ok:{time.perf_counter() - t0:.6f}"
+        if kind == "bulk_gated":    # bulk, started by a gate: "ok:<seconds>,<start>,<t1>,..,<t16>"
+            # Writes READY, then waits on the FIFO GATE until the bench writes
+            # a byte to it (every client of a round is released at once); times
+            # from its connect to the last byte. start and t1..t16 (when each
+            # sixteenth of the bytes had come, t16 the end) are wall-clock: the
+            # bench compares the clients over the time they all ran.
+            _ready(p["ready"], "ready")
+            fd = os.open(p["gate"], os.O_RDONLY)
+            try:
+                os.read(fd, 1)
+            finally:
+                os.close(fd)
+            # recv_into one buffer: a fresh 1 MiB object per recv (bulk's
+            # way) costs the client more CPU than slirp4netns spends.
+            buf = memoryview(bytearray(1 << 20))
+            w0, t0 = time.time(), time.perf_counter()
+            with socket.create_connection((p["host"], p["port"]), timeout=60) as s:
+                s.sendall(struct.pack("!Q", p["bytes"]))
+                got, marks, step = 0, [], p["bytes"] / 16
+                while got < p["bytes"]:
+                    n = s.recv_into(buf)
+                    if n == 0:
+                        return f"err:short:{got}"
+                    got += n
+                    while len(marks) < 16 and got >= step * (len(marks) + 1):
+                        marks.append(w0 + time.perf_counter() - t0)
+                took = time.perf_counter() - t0
+                return f"ok:{took:.6f},{w0:.6f}," + ",".join(f"{m:.6f}" for m in marks)
         if kind == "connect":   # n TCP connects (to the first banner byte): "ok:<s>,<s>,..."
             out = []
             for _ in range(p["n"]):
