@@ -424,6 +424,14 @@ class Bench(HostChanges):
             watched = {pid: f"slirp4netns:{name[uid]}" for pid, uid in slirps.items()}
             watched.update({pid: f"client:{name[uid]}" for pid, uid in clients.items()})
             watched[self.inet.proc.pid] = "peer"
+            cgroups = {}                     # where each one's CPU is accounted (the cpu controller)
+            for pid in watched:
+                try:
+                    with open(f"/proc/{pid}/cgroup") as f:
+                        line = [x for x in f.read().splitlines() if x.split(":")[1] in ("", "cpu,cpuacct", "cpu")]
+                    cgroups[watched[pid]] = line[0].split(":", 2)[2] if line else "?"
+                except (OSError, IndexError):
+                    cgroups[watched[pid]] = "?"
             first = {pid: self._cpu_ticks(pid) for pid in watched}
             last = dict(first)
             h0, h1 = self._host_ticks(), None
@@ -480,7 +488,7 @@ class Bench(HostChanges):
         common = [mib * (got_at(r, hi) - got_at(r, lo)) / (hi - lo) for r in res] if hi > lo else []
         busy, total = h1[0] - h0[0], h1[1] - h0[1]
         return {"mib_s": [mib / r["s"] for r in res], "tenants": [r["tenant"] for r in res],
-                "common_mib_s": common, "common_s": max(hi - lo, 0.0),
+                "common_mib_s": common, "common_s": max(hi - lo, 0.0), "cgroups": cgroups,
                 "start_skew_s": max(starts) - min(starts), "span_s": span,
                 "last_start_before_first_end": max(starts) < min(ends),
                 "cpu_cores": {watched[pid]: (last[pid] - first[pid]) / hz / span for pid in watched},
@@ -509,6 +517,7 @@ class Bench(HostChanges):
                        "common_min_over_max": (min(many["common_mib_s"]) / max(many["common_mib_s"])
                                                if many["common_mib_s"] else float("nan")),
                        "cpu_cores_together": many["cpu_cores"], "host_busy_together": many["host_busy"],
+                       "cpu_cgroups_together": many["cgroups"],
                        "cpu_cores_alone": alone["cpu_cores"], "host_busy_alone": alone["host_busy"]}
                 cpu = many["cpu_cores"]
                 for part in ("slirp4netns", "client"):
