@@ -31,7 +31,8 @@ namespace behind a veth pair, 198.51.100.2), nothing outside the machine.
               client) opens for all of them at once, and times from its
               connect to its last byte. Per round: each tenant's MiB/s, their
               sum, sum / alone (target >= 0.90), min / max (target >= 0.80),
-              the CPU of each slirp4netns and of the peer over the window.
+              the CPU of each slirp4netns, each client and the peer over the
+              window, and the cpu cgroup each one is in.
 
 Every figure is a median over pairs with the spread (p10..p90) of the
 per-pair ratios. The helper is run by root with a config of the bench's
