@@ -262,6 +262,32 @@ def cmd_latency(a):
 
 # ---------------------------------------------------------------- concurrency
 
+def fork_gated(gate, log, binary, argv, env, creds=None, cwd=None):
+    """A child that waits on the start gate (gate: the pipe's two ends), then
+    execs binary with stdout and stderr on log, stdin /dev/null, as creds
+    ((uid, gid, groups), or root) in cwd. Returns its pid."""
+    gate_r, gate_w = gate
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(gate_w)
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
+            if creds:
+                os.setgroups(creds[2])
+                os.setgid(creds[1])
+                os.setuid(creds[0])
+            if cwd:
+                os.chdir(cwd)
+            os.read(gate_r, 1)
+            os.execve(binary, argv, env)
+        finally:
+            os._exit(127)
+    return pid
+
+
 def cmd_concurrent(a):
     tenants = a.tenants.split(",")
     logdir = os.path.join(a.workdir, "concurrent")
@@ -276,19 +302,7 @@ def cmd_concurrent(a):
         session = f"c{i:04d}"
         log = os.path.join(logdir, f"{session}.log")
         argv = helper_argv(a.bin, tenant, session, ["sleep", str(a.sleep)])
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(gate_w)
-                fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                os.dup2(fd, 1)
-                os.dup2(fd, 2)
-                nul = os.open("/dev/null", os.O_RDONLY)
-                os.dup2(nul, 0)
-                os.read(gate_r, 1)
-                os.execve(a.bin, argv, helper_env(a.config))
-            finally:
-                os._exit(127)
+        pid = fork_gated((gate_r, gate_w), log, a.bin, argv, helper_env(a.config))
         children[pid] = (tenant, session, log)
     os.close(gate_r)
     time.sleep(0.2)  # let the children settle in read()

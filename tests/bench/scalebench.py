@@ -40,8 +40,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from jailbench import (TERM, TMUX, alive, comm, connect, descendants, eprint, kill_plain_server,  # noqa: E402
-                       plain_env, ppid_map, rollup_kib, run_as, scan_once, status_fields, tenant_identity)
+from jailbench import (TERM, TMUX, alive, comm, connect, descendants, eprint, fork_gated,  # noqa: E402
+                       kill_plain_server, plain_env, ppid_map, rollup_kib, run_as, scan_once, status_fields, tenant_identity)
 
 MIB = 1024.0
 
@@ -443,22 +443,8 @@ def run(a):
     stops = []
     for t in tenants:
         log = os.path.join(a.workdir, f"stop-{t.name}.log")
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(gate_w)
-                fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                os.dup2(fd, 1)
-                os.dup2(fd, 2)
-                os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
-                os.setgroups(caller_creds[2])
-                os.setgid(caller_creds[1])
-                os.setuid(caller_creds[0])
-                os.chdir(a.caller_dir)
-                os.read(gate_r, 1)
-                os.execve(a.suid_bin, [a.suid_bin, "stop", "--user", t.name], {"PATH": "/usr/bin:/bin"})
-            finally:
-                os._exit(127)
+        pid = fork_gated((gate_r, gate_w), log, a.suid_bin, [a.suid_bin, "stop", "--user", t.name],
+                         {"PATH": "/usr/bin:/bin"}, caller_creds, a.caller_dir)
         stops.append((pid, log))
     os.close(gate_r)
     time.sleep(0.3)   # let them reach read()
