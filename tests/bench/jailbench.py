@@ -782,16 +782,21 @@ def cmd_reconnect(a):
     # Old against new (--baseline-bin, an earlier build with the same
     # built-in runtime directory): both root-called, on the same session
     # jail, interleaved with the rest.
+    # The baseline reconnects to a session jail of its own, of a second
+    # tenant (--baseline-tenant): a build of another record or protocol
+    # version refuses the other's session jail by design.
     side = {}
     if a.baseline_bin:
         side = {"jail_root": ([a.bin, "run", "--user", a.tenant, "--session", a.session], attach_env(a.config), None, "/"),
-                "base": ([a.baseline_bin, "run", "--user", a.tenant, "--session", a.session], attach_env(a.config),
-                         None, "/")}
+                "base": ([a.baseline_bin, "run", "--user", a.baseline_tenant, "--session", a.session],
+                         attach_env(a.config), None, "/")}
     try:
         # Set-up (untimed): the session jail with session S, started by a first
         # connection; the plain server, started as the tenant by `new-session -A`.
         first = {"jail": attach["jail"],
                  "plain": ([TMUX, "-S", sock, "new-session", "-A", "-s", a.session],) + attach["plain"][1:]}
+        if side:
+            first["base"] = side["base"]
         for v, spec in first.items():
             c, _ = connect(*spec, marker, f"first connection ({v})")
             c.hangup()
@@ -825,6 +830,9 @@ def cmd_reconnect(a):
             kill_plain_server(creds, pw, sock)
         except RuntimeError as e:
             eprint(f"jailbench: {e}")
+        if a.baseline_bin:
+            subprocess.run([a.baseline_bin, "stop", "--user", a.baseline_tenant], env=helper_env(a.config), cwd="/",
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
     extra = {}
     if side:
         extra = {"jail_root": latency_summary([x for r in rounds for x in r["jail_root"]]),
@@ -1388,6 +1396,8 @@ def main():
     rc.add_argument("--seccomp-file", required=True, help="the seccomp program the helper hands bwrap")
     rc.add_argument("--baseline-bin", default="",
                     help="another build of the helper: Jr (this one) and Jb (that one), root-called, interleaved")
+    rc.add_argument("--baseline-tenant", default="",
+                    help="the tenant whose session jail the baseline reconnects to (not --tenant's)")
     rc.add_argument("--floor-own-netns", action="store_true",
                     help="J0 keeps --unshare-net (an attach jail with a network namespace of its own)")
     sm = sub.add_parser("session-memory")

@@ -65,7 +65,9 @@
 #      earlier build, say), Cr and Dr run by that helper, interleaved with the
 #      rest: old and new side by side in one run (Cr/Cb, Dr/Db, and its own
 #      C/A and PAM overhead). The reconnect part then adds Jr (J called by
-#      root) and Jb (the same by that helper) on the same session jail: Jr/Jb.
+#      root) and Jb (the same by that helper, reconnecting to a session jail
+#      of its own of a fourth tenant: a build of another record version
+#      refuses the other's session jail by design): Jr/Jb.
 #      The baseline must be built with the bench's runtime directory
 #      (-DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-bench), as run.sh builds.
 #
@@ -647,7 +649,7 @@ ATTACH_PLAN=$(cd "$WORK" && env -i PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK
 suid_conf true
 "${SJ[@]}" reconnect --tenant "$T1" --session bench --rounds "$SJ_ROUNDS" --runs "$SJ_RUNS" --warmup 2 \
     --plan "$ATTACH_PLAN" --seccomp-file "$WORK/seccomp.bpf" --suid-bin "$SUID_BIN" --caller "$CALLER" \
-    ${BASELINE:+--baseline-bin "$BASELINE"} "${SJ_OPTS[@]}" >"$WORK/reconnect.json" ||
+    ${BASELINE:+--baseline-bin "$BASELINE" --baseline-tenant "${TENANTS[3]}"} "${SJ_OPTS[@]}" >"$WORK/reconnect.json" ||
     die "the reconnect run did not complete"
 log "6. session jails, first connection: ${SJ_ROUNDS} round(s) x ${SJ_FIRST} per variant"
 "${SJ[@]}" first --tenant "${TENANTS[1]}" --session first --rounds "$SJ_ROUNDS" --runs "$SJ_FIRST" --warmup 1 \
