@@ -56,21 +56,31 @@ void write_report(int fd, const Status& st) {
     (void)!::write(fd, line.data(), line.size());
 }
 
-Status read_report(int fd, int seconds) {
-    std::string line;
+ReadUntil read_until(int fd, char stop, std::size_t max, int seconds) {
+    ReadUntil got;
     const auto deadline = std::time(nullptr) + seconds;
-    while (line.find('\n') == std::string::npos && line.size() < 2048) {
+    while (got.text.find(stop) == std::string::npos && got.text.size() < max) {
         const auto left = deadline - std::time(nullptr);
         pollfd p{fd, POLLIN, 0};
         const int r = left < 0 ? 0 : ::poll(&p, 1, static_cast<int>(left * 1000 + 100));
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return fail(Exit::host, "the session jail did not start within " + std::to_string(seconds) + " s");
+        if (r <= 0) {
+            got.timed_out = true;
+            break;
+        }
         char buf[512];
         const ssize_t n = ::read(fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
-        line.append(buf, static_cast<std::size_t>(n));
+        got.text.append(buf, static_cast<std::size_t>(n));
     }
+    return got;
+}
+
+Status read_report(int fd, int seconds) {
+    const auto got = read_until(fd, '\n', 2048, seconds);
+    if (got.timed_out) return fail(Exit::host, "the session jail did not start within " + std::to_string(seconds) + " s");
+    const std::string& line = got.text;
     if (line.rfind("ok\n", 0) == 0) return ok_status();
     if (line.rfind("fail ", 0) == 0 && line.size() > 7) {
         const int code = line[5] - '0';

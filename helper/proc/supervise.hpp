@@ -6,6 +6,9 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <cstddef>
+#include <string>
+
 #include "base/result.hpp"
 
 namespace clihost {
@@ -39,5 +42,13 @@ void kill_remaining_children();
 // without a line is a failure.
 void write_report(int fd, const Status& st);
 Status read_report(int fd, int seconds);
+
+// Reads fd until `stop` has been read, `max` bytes, end of file, or `seconds`
+// have passed (then timed_out): a start-up report, bwrap's --info-fd JSON.
+struct ReadUntil {
+    std::string text;
+    bool timed_out{false};
+};
+ReadUntil read_until(int fd, char stop, std::size_t max, int seconds);
 
 }  // namespace clihost

@@ -138,20 +138,9 @@ Status wait_for_server(const std::string& socket, pid_t bwrap, int stderr_memfd)
 // The jail child's pid, from bwrap's --info-fd JSON ({"child-pid": N, ...}),
 // or 0 if bwrap ended (end of file) or said nothing within the deadline.
 pid_t read_child_pid(int info_fd) {
-    std::string text;
-    const auto deadline = std::time(nullptr) + kStartSeconds;
-    while (text.find('}') == std::string::npos && text.size() < 4096) {
-        const auto left = deadline - std::time(nullptr);
-        pollfd p{info_fd, POLLIN, 0};
-        const int r = left < 0 ? 0 : ::poll(&p, 1, static_cast<int>(left * 1000 + 100));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return 0;
-        char buf[512];
-        const ssize_t n = ::read(info_fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return 0;
-        text.append(buf, static_cast<std::size_t>(n));
-    }
+    const auto got = read_until(info_fd, '}', 4096, kStartSeconds);
+    if (got.timed_out || got.text.find('}') == std::string::npos) return 0;
+    const std::string& text = got.text;
     const auto key = text.find("\"child-pid\":");
     if (key == std::string::npos) return 0;
     const long pid = std::strtol(text.c_str() + key + 12, nullptr, 10);
