@@ -3,20 +3,14 @@
 #include "proc/capture.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <csignal>
 
-#include "base/unique_fd.hpp"
 #include "priv/privdrop.hpp"
 #include "proc/bwrap_exec.hpp"
-#include "proc/probe.hpp"
-#include "proc/supervise.hpp"
 
 namespace clihost {
 
