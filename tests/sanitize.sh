@@ -16,9 +16,10 @@ cd "$top/tests/integration"
 export CLIHOST_JAIL_BUILD_BIN="$build/clihost-jail" CLIHOST_JAIL_FAULTS_BIN="$build/tests/clihost-jail-faults"
 export CLIHOST_JAIL_TEST_CONFIG=/etc/clihost-jail-test/jail.conf CLIHOST_JAIL_TEST_RUNTIME_DIR=/run/clihost-jail-test
 # The owner-model races run 20 rounds each in the plain build (integration
-# label); here they look for memory errors in the same paths, and 4 rounds
-# of each reach every branch of them.
-export CTJ_RACE_ROUNDS=4
+# label); here they look for memory errors in the same paths: 2 rounds of
+# each run both of the stop race's kinds of round (a free race, and a
+# second front held before its handover while `stop` runs).
+export CTJ_RACE_ROUNDS=2
 # Suites whose subject is a component outside the helper (runc containers,
 # sshd, the example proxies, the agents' npm sandboxes, slirp4netns and the
 # test's own hosts, the tenant side's view of /proc) run the helper through

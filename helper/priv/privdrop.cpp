@@ -73,7 +73,7 @@ Status enter_tenant(const TenantCreds& who, pid_t expected_parent, int deathsig)
         return fail(Exit::internal, "cannot make the tenant's process not dumpable");
     // Test builds only: hold still here, the tenant's side of every path,
     // so a test can try to read this process's memory and environ.
-    if (fault::fail("pause_as_tenant")) ::sleep(3);
+    if (fault::fail("pause_as_tenant")) ::sleep(2);
     if (::prctl(PR_SET_PDEATHSIG, deathsig, 0, 0, 0) != 0 || ::getppid() != expected_parent)
         return fail(Exit::internal, "cannot tie the jail to its parent");
     return ok_status();

@@ -168,7 +168,7 @@ def test_every_tenant_side_process_is_not_dumpable(host, alice, faults_bin, suid
             # The supervisor starts kill's query jail: a session jail of the
             # faults build's supervisor, then kill, whose query jail's
             # watcher that supervisor forks (the session jail's own watcher
-            # is left out of the probe). Paused 3 s, the query misses its
+            # is left out of the probe). Paused 2 s, the query misses its
             # 2 s deadline: the probe needs only the process.
             t = PtyProcess([faults_bin, "run", "--user", alice, "--session", s], env=dict(env_with_secret(), TERM="xterm"))
             terms.append(t)
