@@ -196,9 +196,13 @@ void check_argv(const Plan& plan, const Policy& policy, const Tenant& tenant, co
               return o.name == "--seccomp" && o.args[0] == std::to_string(kSeccompFd);
           }) == 1);
 
-    // Nested user namespaces are closed exactly when the operator did not open them.
+    // Nested user namespaces are closed unless the operator opened them, and
+    // always in a client jail (attach, list, kill): the tenant's own
+    // sandboxes run where its work runs, never in a tmux client.
+    const bool opened = policy.nested_sandbox && !is_client_action(request.action);
+    check(plan.nested_sandbox == opened);
     check(std::count_if(ops.begin(), ops.end(), [](const Op& o) { return o.name == "--disable-userns"; }) ==
-          (policy.nested_sandbox ? 0 : 1));
+          (opened ? 0 : 1));
 
     // --clearenv once, before every --setenv; the --setenv list is plan.env in order.
     const auto clear = std::find_if(ops.begin(), ops.end(), [](const Op& o) { return o.name == "--clearenv"; });
