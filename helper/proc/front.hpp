@@ -33,12 +33,14 @@ Status hold_front_signals();
 // as its error (its exit code and message).
 Result<Handover> hand_over(const SupervisorRecord& rec, const HandoverRequest& req);
 
-// list, kill: asks the supervisors of `recs` the query `req` (is_query), all
-// at once (non-blocking sockets, one poll loop, one deadline of
-// kTenantQueryDeadlineMs plus a margin), each endpoint checked as
-// hand_over checks it. One result per record, in order: its answer, or why
-// there is none (no endpoint, a refusal with its exit code and message, no
-// answer in time). Starts nothing.
+// list, kill: asks the supervisors of `recs` the query `req` (is_query), a
+// window of them at a time (twice the CPUs, 4 to 32; a question older than
+// 500 ms leaves the window), each with its own deadline of
+// kTenantQueryDeadlineMs plus a margin (non-blocking sockets, one poll
+// loop), each endpoint checked as hand_over checks it. One result per
+// record, in order: its answer, or why there is none (no endpoint, a
+// refusal with its exit code and message, no answer in time). Starts
+// nothing.
 std::vector<Result<QueryAnswer>> ask_supervisors(const std::vector<SupervisorRecord>& recs, const HandoverRequest& req);
 
 }  // namespace clihost

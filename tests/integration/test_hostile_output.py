@@ -120,6 +120,39 @@ def test_a_tenant_whose_tmux_hangs_delays_nobody(host, alice, bob, terms):
                         f"its tmux did not answer within 2 s\n"), k.stderr
 
 
+def test_tenants_whose_tmux_hangs_hold_lists_window_half_a_second_each(host, bob, terms):
+    """`list` asks a window of supervisors at a time (twice the CPUs, 4 to
+    32, front.cpp:ask_supervisors) so that 100 query jails do not run past
+    their deadlines together; a question older than 0.5 s leaves the
+    window. One more hung tenant than the window holds: had each kept its
+    place until its 2 s answer, the last would be asked at 2 s and `list`
+    would take 4 s or more; it takes about 2.5 s, and every tenant is listed,
+    the hung ones as "no answer"."""
+    window = min(max(2 * os.cpu_count(), 4), 32)
+    hung = [f"ctj-hw{i:02d}" for i in range(window + 1)]
+    host.extra_users = getattr(host, "extra_users", []) + hung
+    try:
+        for n in hung:
+            host.add_tenant(n)
+            started_jail(host, n, terms)
+            assert host.tmux(n, "set-hook", "-g", "after-list-sessions", "run-shell 'sleep 86400'").returncode == 0
+        s_b, _ = started_jail(host, bob, terms)
+        t0 = time.monotonic()
+        r = run_list(host, timeout=60)
+        took = time.monotonic() - t0
+        lines = r.stdout.splitlines()
+        for n in hung:
+            assert any(l.startswith(f"tenant={n} ") and " sessions=? memory=" in l for l in lines), (n, lines)
+        assert any(l.startswith(f"tenant={bob} ") and f" sessions={s_b} memory=" in l for l in lines), lines
+        assert took < 3.5, (took, lines)
+    finally:
+        for t in terms:
+            t.close()
+        terms.clear()
+        for n in hung:
+            host.run_root([host.bin, "stop", "--user", n], timeout=30)
+
+
 def test_kill_says_one_line_of_its_own_whatever_tmux_said(host, alice, terms):
     started_jail(host, alice, terms)
     k = host.run_as(PROXY, [host.bin, "kill", "--user", alice, "--session", "nosuch"], env=PROXY_ENV)
