@@ -22,11 +22,14 @@ trap cleanup EXIT
 # postinst or quickstart creates it, here the test does (and removes it).
 if ! getent group clihost >/dev/null; then groupadd --system clihost; made_group=1; fi
 
-cmake -S "$repo" -B "$work/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+# The build quickstart.sh makes, in its directory and with its options: the
+# quickstart's test (quickstart_demo, after this one) then builds nothing.
+build=$repo/build/release
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
   -DCLIHOST_JAIL_TESTS=OFF >/dev/null
-cmake --build "$work/build" -j"$(nproc)" >/dev/null
+cmake --build "$build" -j"$(nproc)" >/dev/null
 root=$work/root
-DESTDIR=$root cmake --install "$work/build" >"$work/install1.log"
+DESTDIR=$root cmake --install "$build" >"$work/install1.log"
 
 bin=$root/usr/libexec/clihost-jail/clihost-jail
 check "helper installed in libexec" "[ -x '$bin' ]"
@@ -106,7 +109,7 @@ echo old >"$root/usr/share/man/man8/clihost-jail.8"
 
 # The operator edits the policy; a re-install (upgrade) must keep it.
 printf '[jail]\nproc = private-or-hidepid\n' >"$root/etc/clihost-jail/jail.conf"
-DESTDIR=$root cmake --install "$work/build" >"$work/install2.log"
+DESTDIR=$root cmake --install "$build" >"$work/install2.log"
 check "an edited policy survives a re-install" "grep -q 'private-or-hidepid' '$root/etc/clihost-jail/jail.conf'"
 check "the re-install says it kept the policy" "grep -q 'Keeping existing' '$work/install2.log'"
 check "the re-install removes an older install's uncompressed page" "[ ! -e '$root/usr/share/man/man8/clihost-jail.8' ]"
