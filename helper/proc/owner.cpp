@@ -417,6 +417,13 @@ private:
                 return refuse(fail(Exit::refused, "an attach hands over a terminal"));
         }
         const bool attach = rq.kind == HandoverKind::attach;
+        // PAM's account check, for every connection (an expired tenant
+        // gets no terminal, also while its session jail runs: stop ends
+        // that), before anything starts for it.
+        if (c_.check_account) {
+            if (auto st = c_.check_account(rq.caller); !st) return refuse(st.error());
+            if (attach) c_.dir.clear_refusals(uid());
+        }
         // An attach needs the session jail: started now if none runs (a
         // supervisor a one-off started, or whose session jail ended while a
         // one-off ran on).

@@ -347,7 +347,12 @@ int serve_session(const SessionStart& s, int report_fd, pid_t first_child) {
     //    closes, once. `stop` ends the jails by their cgroup, whatever they
     //    did (setsid, double forks, stopped processes).
     OwnerContext oc{s, dir, pam_env, tenant_limits, place, net_creds, attach_netns,
-                    [&] { return start_session_jail(s, serve.value(), pam_env, tenant_limits, place, net_creds); }};
+                    [&] { return start_session_jail(s, serve.value(), pam_env, tenant_limits, place, net_creds); },
+                    nullptr};
+    if (pam)
+        oc.check_account = [&](const std::string& caller) {
+            return PamSession::check_account(s.policy.pam_service, t.name, caller);
+        };
     const OwnerEnd end = serve_connections(std::move(oc), std::move(jail).value(), std::move(listener), sigfd.get());
     const int status = end.session_status;
     const auto ooms = cg.value().usage().oom_kills.value_or(0) - oom_before;

@@ -22,7 +22,6 @@
 #include "proc/jail_start.hpp"
 #include "base/log.hpp"
 #include "proc/net.hpp"
-#include "priv/pam_session.hpp"
 #include "decide/plan.hpp"
 #include "proc/probe.hpp"
 #include "decide/proc_decision.hpp"
@@ -104,11 +103,6 @@ void refusal_backoff(const Policy& policy, const std::string& tenant, const Acco
     }
     unsigned left = delay;
     while (left > 0) left = ::sleep(left);
-}
-
-// An attach was allowed: the tenant's refusal delay starts again at 1 s.
-void clear_refusals(uid_t uid) {
-    if (auto dir = RuntimeDir::open()) dir.value().clear_refusals(uid);
 }
 
 Status require_root(const Prepared& p) {
@@ -237,21 +231,15 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
     return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
 }
 
-// What every attach proves before it acts: the tenant as prepare() found
-// it (looked up again for a second attempt: `db`), and PAM's account check,
-// so that an expired tenant cannot attach to a session jail that is still
-// running (stop ends it).
-Status attach_allowed(const Prepared& p, const AccountDb* db) {
-    const Policy& policy = p.policy();
-    if (db != nullptr) {
-        auto again = validate_tenant(policy, p.tenant->account.name, *db, inspect_home);
-        if (!again) return again.error();
-        if (again.value().account.uid != p.tenant->account.uid)
-            return fail(Exit::refused, "tenant " + p.tenant->account.name + " refused: its uid changed");
-    }
-    if (!policy.pam_session) return ok_status();
-    if (auto st = check_pam_service(policy.pam_service); !st) return st;
-    return PamSession::check_account(policy.pam_service, p.tenant->account.name, p.caller.name);
+// A second attempt's tenant is the one prepare() found, looked up again.
+// (PAM's account check is the supervisor's, for every connection:
+// owner.hpp, OwnerContext::check_account.)
+Status tenant_unchanged(const Prepared& p, const AccountDb& db) {
+    auto again = validate_tenant(p.policy(), p.tenant->account.name, db, inspect_home);
+    if (!again) return again.error();
+    if (again.value().account.uid != p.tenant->account.uid)
+        return fail(Exit::refused, "tenant " + p.tenant->account.name + " refused: its uid changed");
+    return ok_status();
 }
 
 // The request a front hands over: what to start, and who asks (for the
@@ -313,34 +301,31 @@ int hand_to_supervisor(const Prepared& p, const StartState& start, const Account
         const bool ended = session_jail_ended(jail.value(), 5000);
         log::audit("warn", std::string("the session jail ended as this connection arrived; attaching to a new one") +
                                (ended ? "" : " (its supervisor runs on: one-off jails keep it)"));
-        if (auto st = attach_allowed(p, &db); !st) return refuse(st.error());
+        if (auto st = tenant_unchanged(p, db); !st) return refuse(st.error());
     }
 }
 
-// run without a command: the checks, PAM's account check, then the front.
+// run without a command: the checks, then the front; the supervisor makes
+// PAM's account check before it starts anything.
 int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     const Policy& policy = p.policy();
-    // What the policy refuses, refused before the account check or a
-    // supervisor's start.
+    // What the policy refuses, refused before a supervisor's start.
     if (auto st = validate_request(policy, p.tenant->account, {JailAction::attach, *cl.session, {}}, p.probe); !st)
         return refuse(st.error());
-    if (fault::fail("slow_account_check")) ::sleep(2);  // tests: a window before the handover
-    if (auto st = attach_allowed(p, nullptr); !st) return refuse(st.error());
-    clear_refusals(p.tenant->account.uid);
+    if (fault::fail("slow_handover")) ::sleep(2);  // tests: a window before the handover
     return hand_to_supervisor(p, start, db, handover_request(p, cl, start));
 }
 
 // run -- COMMAND: a one-off jail, never the session jail, started by the
 // tenant's supervisor (a supervisor started for it starts no session jail):
-// the checks, PAM's account check, then the front, as for an attach.
+// the checks, then the front, as for an attach.
 int do_command(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     const Policy& policy = p.policy();
     // What the policy refuses (a caller's command it does not allow, say),
-    // refused before the account check or a supervisor's start.
+    // refused before a supervisor's start.
     if (auto st = validate_request(policy, p.tenant->account, {JailAction::command, *cl.session, cl.command}, p.probe);
         !st)
         return refuse(st.error());
-    if (auto st = attach_allowed(p, nullptr); !st) return refuse(st.error());
     return hand_to_supervisor(p, start, db, handover_request(p, cl, start));
 }
 

@@ -357,7 +357,7 @@ def test_a_session_jail_ending_as_a_connection_arrives_leaves_a_jail_that_outliv
             # jail it found in that window: it must then get a new jail of
             # its own supervisor, not end. The other rounds race freely.
             if round_no % 2:
-                env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "slow_account_check"}
+                env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "slow_handover"}
                 second = PtyProcess([faults, "run", "--user", alice, "--session", s], env=env)
                 terms.append(second)
                 time.sleep(0.3)

@@ -299,8 +299,8 @@ def test_an_attach_to_a_session_jail_whose_tmux_is_gone_waits_and_gets_a_new_one
 
 
 def test_an_attach_whose_tmux_goes_away_during_its_account_check_gets_a_new_one(host, alice, terms):
-    """The same race, held open by a slow account check (fault injection,
-    2 s) in the front, before its handover: tmux is killed meanwhile, so
+    """The same race, held open by a slow front (fault injection: 2 s
+    before its handover): tmux is killed meanwhile, so
     the session jail and its supervisor end as the front hands over. The
     connection must not end, nor show "no server running": the front
     meets a supervisor that is gone or answers `retry`, waits for it to
@@ -314,7 +314,7 @@ def test_an_attach_whose_tmux_goes_away_during_its_account_check_gets_a_new_one(
     assert len(old) == 1, old
     first.hangup()
     assert first.wait(10) is not None
-    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "slow_account_check"}
+    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "slow_handover"}
     t = PtyProcess([faults, "run", "--user", alice, "--session", s], env=env)
     terms.append(t)
     time.sleep(0.5)
@@ -412,14 +412,18 @@ def test_a_crashed_supervisor_takes_its_jail_along_and_the_next_run_starts_afres
 
 
 def test_every_attach_runs_the_pam_account_check(host, alice, terms):
+    """The supervisor runs PAM's account check for every connection, also
+    while the session jail runs (stop ends it). Control: the same reconnect
+    before the account expired is allowed (shell_ready above)."""
     s = new_session()
     t = attach(host, alice, s, terms)
     assert shell_ready(t), t.output()
     sh("usermod", "-e", "1", alice)
     try:
-        r = host.run_as(PROXY, [host.bin, "run", "--user", alice, "--session", s])
-        assert r.returncode == 1
-        assert r.stderr.startswith("clihost-jail: PAM account check refused the tenant: "), r.stderr
+        refused = attach(host, alice, s, terms)
+        assert refused.wait(15) == 1, refused.output()
+        said = [l for l in refused.output().replace("\r", "").splitlines() if l]
+        assert len(said) == 1 and said[0].startswith("clihost-jail: PAM account check refused the tenant: "), said
         assert len(supervisors(host, alice)) == 1  # still running: stop ends it
         assert host.run_root([host.bin, "stop", "--user", alice]).returncode == 0
         assert t.wait(10) is not None
@@ -448,10 +452,10 @@ def _attach_jail_processes(host, tenant, session_jail):
 
 
 def test_a_reconnect_refused_by_the_account_check_attaches_no_client(host, alice, terms):
-    """A reconnect runs PAM's account check while bwrap sets the attach jail
-    up; refused, the jail is killed before its tmux client ever ran: the
-    server sees no client attach (a client-attached hook counts them), and
-    nothing of the attach jail is left. The control: the same reconnect
+    """A reconnect's account check runs in the supervisor before it starts
+    the attach jail; refused, no tmux client ever ran: the server sees no
+    client attach (a client-attached hook counts them), and nothing of an
+    attach jail is there. The control: the same reconnect
     with the account valid attaches a client the hook counts."""
     s = new_session()
     t = attach(host, alice, s, terms)
@@ -466,9 +470,10 @@ def test_a_reconnect_refused_by_the_account_check_attaches_no_client(host, alice
     assert wait_until(lambda: not _attach_jail_processes(host, alice, session_jail), 10)
     sh("usermod", "-e", "1", alice)
     try:
-        r = host.run_as(PROXY, [host.bin, "run", "--user", alice, "--session", s])
-        assert r.returncode == 1
-        assert r.stderr.startswith("clihost-jail: PAM account check refused the tenant: "), r.stderr
+        refused = attach(host, alice, s, terms)
+        assert refused.wait(15) == 1, refused.output()
+        said = [l for l in refused.output().replace("\r", "").splitlines() if l]
+        assert len(said) == 1 and said[0].startswith("clihost-jail: PAM account check refused the tenant: "), said
         assert wait_until(lambda: not _attach_jail_processes(host, alice, session_jail), 5), \
             _attach_jail_processes(host, alice, session_jail)
         time.sleep(0.5)
@@ -477,18 +482,18 @@ def test_a_reconnect_refused_by_the_account_check_attaches_no_client(host, alice
         sh("usermod", "-e", "", alice)
 
 
-def test_a_sigkill_during_the_account_check_attaches_no_client(host, alice, terms):
-    """The account check made slow (fault injection: 2 s) runs in the front
-    before it hands anything over: a front SIGKILLed meanwhile has started
-    no jail, and none starts later. The control: the same slow check, not
-    interrupted, attaches a client once it passed."""
+def test_a_sigkill_before_the_handover_attaches_no_client(host, alice, terms):
+    """A front held before it hands anything over (fault injection: 2 s):
+    SIGKILLed meanwhile, it has started no jail, and none starts later.
+    The control: the same slow front, not interrupted, attaches a client
+    once its wait passed."""
     faults = install_faults_bin(host, "clihost-jail-faults-gate")
     s = new_session()
     t = attach(host, alice, s, terms)
     assert shell_ready(t), t.output()
     attached = _attached_marker(host, alice)
     session_jail = set(host.processes_of(alice))
-    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "slow_account_check"}
+    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "slow_handover"}
 
     slow = PtyProcess([faults, "run", "--user", alice, "--session", s], env=env)
     terms.append(slow)
