@@ -283,6 +283,24 @@ def _v6_route_wait(addr, deadline):
     return ":" in addr and time.time() < deadline
 
 
+def _receive(s, nbytes, t0, w0):
+    """Asks the bulk sender on `s` for `nbytes` and reads them into one
+    buffer (a fresh 1 MiB object per recv costs the client more CPU than
+    slirp4netns spends). Returns the bytes got (fewer: the sender closed)
+    and when each sixteenth had come, as w0 + the time since t0."""
+    s.sendall(struct.pack("!Q", nbytes))
+    buf = memoryview(bytearray(1 << 20))
+    got, marks, step = 0, [], nbytes / 16
+    while got < nbytes:
+        n = s.recv_into(buf)
+        if n == 0:
+            break
+        got += n
+        while len(marks) < 16 and got >= step * (len(marks) + 1):
+            marks.append(w0 + time.perf_counter() - t0)
+    return got, marks
+
+
 def probe_one(p):
     kind = p["kind"]
     timeout = p.get("timeout", 3.0)
@@ -346,13 +364,9 @@ def probe_one(p):
         if kind == "bulk":      # receives p["bytes"] from the bulk sender: "ok:<seconds>"
             with socket.create_connection((p["host"], p["port"]), timeout=30) as s:
                 t0 = time.perf_counter()
-                s.sendall(struct.pack("!Q", p["bytes"]))
-                got = 0
-                while got < p["bytes"]:
-                    n = len(s.recv(1 << 20))
-                    if n == 0:
-                        return f"err:short:{got}"
-                    got += n
+                got, _ = _receive(s, p["bytes"], t0, 0.0)
+                if got < p["bytes"]:
+                    return f"err:short:{got}"
                 return f"ok:{time.perf_counter() - t0:.6f}"
         if kind == "bulk_gated":    # bulk, started by a gate: "ok:<seconds>,<start>,<t1>,..,<t16>"
             # Writes READY, then waits on the FIFO GATE until the bench writes
@@ -366,20 +380,11 @@ def probe_one(p):
                 os.read(fd, 1)
             finally:
                 os.close(fd)
-            # recv_into one buffer: a fresh 1 MiB object per recv (bulk's
-            # way) costs the client more CPU than slirp4netns spends.
-            buf = memoryview(bytearray(1 << 20))
             w0, t0 = time.time(), time.perf_counter()
             with socket.create_connection((p["host"], p["port"]), timeout=60) as s:
-                s.sendall(struct.pack("!Q", p["bytes"]))
-                got, marks, step = 0, [], p["bytes"] / 16
-                while got < p["bytes"]:
-                    n = s.recv_into(buf)
-                    if n == 0:
-                        return f"err:short:{got}"
-                    got += n
-                    while len(marks) < 16 and got >= step * (len(marks) + 1):
-                        marks.append(w0 + time.perf_counter() - t0)
+                got, marks = _receive(s, p["bytes"], t0, w0)
+                if got < p["bytes"]:
+                    return f"err:short:{got}"
                 took = time.perf_counter() - t0
                 return f"ok:{took:.6f},{w0:.6f}," + ",".join(f"{m:.6f}" for m in marks)
         if kind == "connect":   # n TCP connects (to the first banner byte): "ok:<s>,<s>,..."
