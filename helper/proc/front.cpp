@@ -256,13 +256,12 @@ std::vector<Result<QueryAnswer>> ask_supervisors(const std::vector<SupervisorRec
             for (; next < recs.size(); ++next) got[next] = fail(Exit::internal, "poll on the supervisors' answers failed");
             return got;
         }
-        std::vector<bool> done(asked.size(), false);
         for (std::size_t k = 0; r > 0 && k < p.size(); ++k) {
             if (p[k].revents == 0) continue;
             const std::size_t i = asked[k].i;
             const ssize_t n = ::recv(asked[k].sock.get(), buf.data(), buf.size(), MSG_DONTWAIT);
             if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-            done[k] = true;
+            asked[k].sock.reset();
             const std::string_view m(buf.data(), n > 0 ? static_cast<std::size_t>(n) : 0);
             if (n <= 0) {
                 got[i] = fail(Exit::host, "the supervisor of " + recs[i].tenant + " closed the connection (it is ending)");
@@ -276,10 +275,8 @@ std::vector<Result<QueryAnswer>> ask_supervisors(const std::vector<SupervisorRec
                 got[i] = fail(Exit::host, "the supervisor of " + recs[i].tenant + " is ending");
             }
         }
-        std::vector<Asked> still;
-        for (std::size_t k = 0; k < asked.size(); ++k)
-            if (!done[k]) still.push_back(std::move(asked[k]));
-        asked = std::move(still);
+        // Answered (or refused): its socket closed above, its place free.
+        std::erase_if(asked, [](const Asked& a) { return !a.sock.valid(); });
     }
     return got;
 }
