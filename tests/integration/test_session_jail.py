@@ -422,6 +422,8 @@ def test_every_attach_runs_the_pam_account_check(host, alice, terms):
     try:
         refused = attach(host, alice, s, terms)
         assert refused.wait(15) == 1, refused.output()
+        # The exit can come before the pty's reader has the line.
+        wait_until(lambda: re.search(r"clihost-jail: [^\n]*\n", refused.output()), 5)
         said = [l for l in refused.output().replace("\r", "").splitlines() if l]
         assert len(said) == 1 and said[0].startswith("clihost-jail: PAM account check refused the tenant: "), said
         assert len(supervisors(host, alice)) == 1  # still running: stop ends it
@@ -472,6 +474,8 @@ def test_a_reconnect_refused_by_the_account_check_attaches_no_client(host, alice
     try:
         refused = attach(host, alice, s, terms)
         assert refused.wait(15) == 1, refused.output()
+        # The exit can come before the pty's reader has the line.
+        wait_until(lambda: re.search(r"clihost-jail: [^\n]*\n", refused.output()), 5)
         said = [l for l in refused.output().replace("\r", "").splitlines() if l]
         assert len(said) == 1 and said[0].startswith("clihost-jail: PAM account check refused the tenant: "), said
         assert wait_until(lambda: not _attach_jail_processes(host, alice, session_jail), 5), \
