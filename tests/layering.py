@@ -9,6 +9,11 @@ group includes only from itself and the groups before it:
   proc    the process model (trials, the jail starter, supervisor, network)
   verbs   what main dispatches to (commands, check, main)
 
+and one program of its own, outside the core:
+
+  stub    the attach stub (clihost-jail-attach), run in the jail as the
+          tenant: it includes no file of any group
+
 Checked here, so that the layout stays the architecture:
   - every `#include "group/file.hpp"` names an existing file of the same or a lower group;
   - a file of decide/ includes no system header but the few that only
@@ -21,6 +26,8 @@ import re
 import sys
 
 LAYERS = ["base", "decide", "host", "priv", "proc", "verbs"]
+# Groups that are programs of their own: they include no group's file.
+APART = ["stub"]
 # Headers of types and constants only: decide/ may name uid_t or a mode bit.
 DECIDE_SYSTEM_HEADERS = {"sys/types.h", "sys/stat.h", "linux/filter.h", "getopt.h"}  # getopt: a libc parser
 MAX_LINES = 400
@@ -34,9 +41,9 @@ def main():
     for f in stray:
         problems.append(f"helper/{f}: not in a group folder ({', '.join(LAYERS)})")
     for d in sorted(os.listdir(top)):
-        if os.path.isdir(os.path.join(top, d)) and d not in LAYERS:
+        if os.path.isdir(os.path.join(top, d)) and d not in LAYERS + APART:
             problems.append(f"helper/{d}/: unknown group (known: {', '.join(LAYERS)})")
-    for rank, layer in enumerate(LAYERS):
+    for rank, layer in enumerate(LAYERS + APART):
         folder = os.path.join(top, layer)
         if not os.path.isdir(folder):
             continue
@@ -50,7 +57,9 @@ def main():
                 if m:
                     inc = m.group(1)
                     group = GENERATED.get(inc) or (inc.split("/", 1)[0] if "/" in inc else None)
-                    if group not in LAYERS:
+                    if layer in APART:
+                        problems.append(f"{rel}:{no}: {layer}/ is a program of its own, but includes \"{inc}\"")
+                    elif group not in LAYERS:
                         problems.append(f"{rel}:{no}: includes \"{inc}\", which is in no group")
                     elif LAYERS.index(group) > rank:
                         problems.append(f"{rel}:{no}: {layer} includes \"{inc}\" from {group}, a group above it")

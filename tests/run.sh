@@ -51,7 +51,8 @@ build=${BUILD_DIR:-$top/build/ci}
 # Warnings are errors here (CLIHOST_JAIL_WERROR; off by default for packagers).
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_WERROR=ON \
   -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-test/jail.conf \
-  -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-test >/dev/null
+  -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-test \
+  -DCLIHOST_JAIL_ATTACH_STUB=/usr/local/libexec/clihost-jail-test/clihost-jail-attach >/dev/null
 cmake --build "$build" -j"$(nproc)"
 
 # Each label's share in seconds on the project's machine (2 cores): their

@@ -36,6 +36,9 @@ check "helper installed in libexec" "[ -x '$bin' ]"
 check "helper is root:clihost" "[ \"\$(stat -c %U:%G '$bin')\" = root:clihost ]"
 check "helper is mode 4750 (setuid, only the proxy group may exec)" "[ \"\$(stat -c %a '$bin')\" = 4750 ]"
 check "installed helper runs" "'$bin' --version | grep '^clihost-jail ' >/dev/null"
+stub=$root/usr/libexec/clihost-jail/clihost-jail-attach
+check "the attach stub is root's 0755, no setuid bit, where the helper looks for it" \
+  "[ \"\$(stat -c '%U:%G %a' '$stub')\" = 'root:root 755' ] && grep -q /usr/libexec/clihost-jail/clihost-jail-attach '$bin'"
 check "PAM service is the repo's, mode 644" \
   "cmp -s '$root/etc/pam.d/clihost-jail' '$repo/pam/clihost-jail' && [ \"\$(stat -c %a '$root/etc/pam.d/clihost-jail')\" = 644 ]"
 check "example policy installed, mode 644" \

@@ -117,6 +117,8 @@ check "conffiles list jail.conf, the PAM service and the sshd drop-in" \
   "dpkg-deb -I '$deb' conffiles | grep -x /etc/clihost-jail/jail.conf >/dev/null && dpkg-deb -I '$deb' conffiles | grep -x /etc/pam.d/clihost-jail >/dev/null && dpkg-deb -I '$deb' conffiles | grep -x /etc/ssh/sshd_config.d/clihost-jail.conf >/dev/null"
 check "helper ships 4750 root:root (only root may run it before postinst)" \
   "dpkg-deb -c '$deb' | grep -E '^-rwsr-x--- root/root .* ./usr/libexec/clihost-jail/clihost-jail$' >/dev/null"
+check "the attach stub ships 0755 root:root" \
+  "dpkg-deb -c '$deb' | grep -E '^-rwxr-xr-x root/root .* ./usr/libexec/clihost-jail/clihost-jail-attach$' >/dev/null"
 
 nft delete table inet clihost_jail >/dev/null 2>&1 || true
 check "no host-address rules before the install" "! nft list table inet clihost_jail >/dev/null 2>&1"

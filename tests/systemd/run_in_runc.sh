@@ -6,6 +6,8 @@
 # its limits. Root only.
 #   CLIHOST_JAIL_BIN          the helper to install (ctest sets it)
 #   CLIHOST_JAIL_TEST_CONFIG  the config path that helper reads (ctest sets it)
+#   CLIHOST_JAIL_STUB_BIN, CLIHOST_JAIL_TEST_ATTACH_STUB  its attach stub, and
+#                             where that helper looks for it (ctest sets both)
 # The root file system comes from mmdebstrap (the host's apt sources) and is
 # cached under /var/cache/clihost-jail-test (CLIHOST_JAIL_SYSTEMD_CACHE), keyed by a hash of what goes
 # into it; each run writes into an overlay of it, never into the cache.
@@ -16,6 +18,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 BIN=${CLIHOST_JAIL_BIN:?set CLIHOST_JAIL_BIN to the helper}
 CONFIG_PATH=${CLIHOST_JAIL_TEST_CONFIG:-/etc/clihost-jail-test/jail.conf}
+STUB_BIN=${CLIHOST_JAIL_STUB_BIN:-$(dirname "$BIN")/clihost-jail-attach}
+STUB_PATH=${CLIHOST_JAIL_TEST_ATTACH_STUB:-/usr/local/libexec/clihost-jail-test/clihost-jail-attach}
 CACHE=${CLIHOST_JAIL_SYSTEMD_CACHE:-/var/cache/clihost-jail-test}
 SUITE=bookworm
 PACKAGES="systemd,systemd-sysv,dbus,bubblewrap,tmux,libpam-modules,libpam-runtime,procps,util-linux,passwd,login,libcap-ng0"
@@ -89,6 +93,7 @@ mkdir -p "$L" "$M/usr/libexec/clihost-jail" "$M$(dirname "$CONFIG_PATH")"
 for c in ptydrive forkloop memhog; do gcc -O2 -Wall -o "$L/$c" "$HERE/$c.c" || exit 1; done
 install -m 0755 "$HERE/inside.sh" "$L/"
 install -o 0 -g "$gid" -m 4750 "$BIN" "$M/usr/libexec/clihost-jail/clihost-jail"
+install -D -o 0 -g 0 -m 0755 "$STUB_BIN" "$M$STUB_PATH"
 install -m 0644 "$TOP/pam/clihost-jail" "$M/etc/pam.d/clihost-jail"
 install -m 0644 "$TOP/install/systemd/clihost-jail.slice" "$M/etc/systemd/system/"
 cat >"$M$CONFIG_PATH" <<'EOC'
