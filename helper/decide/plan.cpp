@@ -304,6 +304,12 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidR
     plan.env = build_environment(policy, t, caller_env, pam_env);
     plan.command =
         request.action == JailAction::command ? request.command : tmux_command(t, request.action, request.session);
+    if (request.action == JailAction::attach) {
+        plan.handed_command = std::move(plan.command);
+        plan.handed_env = std::move(plan.env);
+        plan.command = {std::string(kAttachStub)};
+        plan.env.clear();
+    }
     plan.mounts = plan_mounts(policy, t, probe, proc.value().private_proc);
     // The host's resolv.conf may name a resolver on its loopback
     // (127.0.0.53), which is not the jail's: slirp4netns's forwarder is.
@@ -312,6 +318,19 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidR
         plan.mounts.insert(plan.mounts.end() - 1, Mount{Mount::Kind::resolv_conf, "", "/etc/resolv.conf"});
     plan.argv = render_bwrap_argv(plan);
     return plan;
+}
+
+std::string handed_words(const Plan& plan) {
+    std::string out;
+    for (const auto* words : {&plan.handed_command, &plan.handed_env}) {
+        for (const auto& w : *words) {
+            if (w.empty() || w.find('\0') != std::string::npos) return {};
+            out.append(w).push_back('\0');
+        }
+        if (words == &plan.handed_command) out.push_back('\0');
+    }
+    if (plan.handed_command.empty() || out.size() > kMaxHandedBytes) return {};
+    return out;
 }
 
 std::string audit_reason(std::string what, const Plan& plan) {

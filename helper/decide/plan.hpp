@@ -15,6 +15,7 @@
 #include "decide/host_facts.hpp"
 #include "base/result.hpp"
 #include "base/start_state.hpp"  // CallerEnv
+#include "version.hpp"
 
 namespace clihost {
 
@@ -25,6 +26,9 @@ inline constexpr int kSeccompFd = 3;
 
 inline constexpr std::string_view kSafePath = kDefaultJailPath;  // config.hpp
 inline constexpr std::string_view kTmux = "/usr/bin/tmux";
+// The attach stub (CMake CLIHOST_JAIL_ATTACH_STUB): under a ro_bind
+// directory, as tmux is, so every jail sees it at this path.
+inline constexpr std::string_view kAttachStub = CLIHOST_JAIL_ATTACH_STUB;
 inline constexpr std::string_view kDefaultShell = "/bin/sh";
 // The fd on which bwrap reports a one-off jail's status (--json-status-fd):
 // its "exit-code" line is written only when the command really ran, which
@@ -36,6 +40,10 @@ inline constexpr int kStatusFd = 4;
 inline constexpr int kInfoFd = 5;
 inline constexpr int kBlockFd = 6;
 inline constexpr int kResolvFd = 7;
+// An attach jail's command is the attach stub (helper/stub), started before
+// its connection: it waits on kAttachFd for the tmux client's argv and
+// environment (handed_command, handed_env) and the caller's terminal.
+inline constexpr int kAttachFd = 8;
 
 // A jail's network.
 enum class JailNet {
@@ -101,7 +109,7 @@ struct Plan {
     std::string resolv_conf;            // isolated: the jail's /etc/resolv.conf
     bool nested_sandbox{false};         // may create user namespaces (no --disable-userns)
     std::vector<Mount> mounts;          // after --dev and before the home's bind
-    std::vector<std::string> command;   // what runs in the jail
+    std::vector<std::string> command;   // what bwrap runs in the jail
     std::vector<std::string> argv;      // render_bwrap_argv(*this); argv[0] == bwrap
     std::vector<std::string> env;       // "NAME=value", the exec environment
     std::string socket_dir;             // $HOME/.cache/tmux, made by the tenant
@@ -110,7 +118,20 @@ struct Plan {
     // proc = private with the host trial deferred: the jail child must prove,
     // right before exec, that a fresh procfs can be mounted, or refuse (exit 3).
     bool trial_in_child{false};
+    // An attach jail only. Its bwrap argv and env are the same for every
+    // connection (command: the attach stub; env: none), so that its jail can
+    // start before the connection; the connection's own tmux client argv
+    // and environment are handed to the stub with the terminal.
+    std::vector<std::string> handed_command;
+    std::vector<std::string> handed_env;
 };
+
+// What an attach jail's stub is handed with the terminal (helper/stub):
+// handed_command, an empty word, handed_env, each word NUL-terminated, at
+// most kMaxHandedBytes; empty when a word is empty (but the separator),
+// holds a NUL, or it would not fit.
+inline constexpr std::size_t kMaxHandedBytes = std::size_t{64} * 1024;
+std::string handed_words(const Plan& plan);
 
 // extra_env values must look like a terminal type or locale: no '/', no
 // spaces, no control characters (a TERM or LANG with '/' is a path

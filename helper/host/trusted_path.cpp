@@ -21,6 +21,14 @@ Status check_trusted_executable(const std::string& what, const std::string& path
     return ok_status();
 }
 
+Status check_tenant_executable(const std::string& what, const std::string& path) {
+    auto f = open_trusted(path, Trust::must_exist);
+    if (!f) return fail(Exit::host, what + " " + f.error().message);
+    if (!S_ISREG(f.value().st.st_mode) || (f.value().st.st_mode & S_IXOTH) == 0 || (f.value().st.st_mode & S_ISUID) != 0)
+        return fail(Exit::host, what + " " + path + " is not a plain file executable by others");
+    return ok_status();
+}
+
 Status check_pam_service(const std::string& service) {
     auto f = open_trusted("/etc/pam.d/" + service, Trust::must_exist);
     if (!f) return fail(Exit::host, "PAM service " + service + ": " + f.error().message);

@@ -30,6 +30,10 @@ Result<TrustedFile> open_trusted(const std::string& path, Trust trust);
 // binary), and it must be executable.
 Status check_trusted_executable(const std::string& what, const std::string& path);
 
+// A program the tenants run in their jails (the attach stub): trusted as
+// above, a regular file without the setuid bit, executable by others.
+Status check_tenant_executable(const std::string& what, const std::string& path);
+
 // Linux-PAM silently falls back to /etc/pam.d/other when a service file is
 // missing, and Debian's "other" stack admits everyone: refuse instead of
 // running a session under rules nobody wrote for us.

@@ -63,10 +63,11 @@ Result<BwrapExec> prepare_bwrap_exec(const Plan& plan, const JailFds& fds) {
     auto program = seccomp_program_fd();
     if (!program) return program.error();
     const std::pair<int, int> wanted[] = {{program.value().get(), kSeccompFd}, {fds.status, kStatusFd},
-                                          {fds.info, kInfoFd}, {fds.block, kBlockFd}, {fds.resolv, kResolvFd}};
+                                          {fds.info, kInfoFd}, {fds.block, kBlockFd}, {fds.resolv, kResolvFd},
+                                          {fds.attach, kAttachFd}};
     for (const auto& [fd, at] : wanted) {
         if (fd < 0) continue;
-        UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, kResolvFd + 1));
+        UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, kAttachFd + 1));
         if (!copy.valid()) return fail(Exit::internal, "cannot place bwrap's descriptors");
         x.place.emplace_back(copy.get(), at);
         x.copies.push_back(std::move(copy));
@@ -181,7 +182,7 @@ Result<pid_t> start_bwrap_child(BwrapChild& c, const Plan& plan, pid_t watcher, 
     if (::pipe2(err, O_CLOEXEC) != 0) return fail(Exit::internal, "cannot prepare the jail's start");
     c.err_read.reset(err[0]);
     // Above every number the child places a descriptor on.
-    const UniqueFd err_write(::fcntl(err[1], F_DUPFD_CLOEXEC, kResolvFd + 1));  // ours closes on return
+    const UniqueFd err_write(::fcntl(err[1], F_DUPFD_CLOEXEC, kAttachFd + 1));  // ours closes on return
     ::close(err[1]);
     if (!err_write.valid()) return fail(Exit::internal, "cannot prepare the jail's start");
     c.err_write = err_write.get();

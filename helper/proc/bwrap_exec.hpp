@@ -32,6 +32,7 @@ struct JailFds {
     int info{-1};    // kInfoFd: --info-fd (isolated jails)
     int block{-1};   // kBlockFd: --block-fd (isolated jails)
     int resolv{-1};  // kResolvFd: the jail's resolv.conf (isolated jails)
+    int attach{-1};  // kAttachFd: the attach stub's end of its connection (attach jails)
 };
 
 // Everything bwrap's exec needs, prepared (allocating, opening) before the

@@ -53,6 +53,7 @@ struct Steps {
     const Stdio* stdio{nullptr};
     int tenant_netns{-1};
     NetHandoff net{};
+    ConnHandoff conn{};
     int ready_fd{-1};
 };
 
@@ -63,6 +64,7 @@ Steps steps_of(const JailStart& start) {
             if constexpr (requires { s.stdio; }) x.stdio = &s.stdio;
             if constexpr (requires { s.tenant_netns; }) x.tenant_netns = s.tenant_netns;
             if constexpr (requires { s.ready_fd; }) x.ready_fd = s.ready_fd;
+            if constexpr (requires { s.conn; }) x.conn = s.conn;
             if constexpr (requires { s.net.value(); }) {
                 if (s.net) x.net = *s.net;
             } else if constexpr (requires { s.net; }) {
@@ -91,13 +93,17 @@ Result<JailStart> SessionJailStart::make(const Plan& plan, int ready_fd, std::op
     return JailStart(SessionJailStart(plan, ready_fd, net));
 }
 
-Result<JailStart> AttachJailStart::make(const Plan& plan, const Stdio& stdio, int tenant_netns) {
+Result<JailStart> AttachJailStart::make(const Plan& plan, const Stdio& stdio, int tenant_netns, ConnHandoff conn) {
     if (plan.action != JailAction::attach) return misfit("an attach jail runs a tmux client");
     if (!stdio_valid(stdio)) return misfit("a connection jail takes three descriptors");
+    if (conn.watchers_end < 0 || conn.parents_end < 0) return misfit("an attach jail waits for its connection");
+    if (plan.command != std::vector<std::string>{std::string(kAttachStub)} || !plan.env.empty() ||
+        plan.handed_command.empty())
+        return misfit("an attach jail runs the attach stub, which is handed its client");
     if ((plan.net == JailNet::tenant_empty) != (tenant_netns >= 0))
         return misfit("an attach jail joins the tenant's empty network namespace only as planned");
     if (plan.net != JailNet::none && plan.net != JailNet::tenant_empty) return misfit("an attach jail has no network");
-    return JailStart(AttachJailStart(plan, stdio, tenant_netns));
+    return JailStart(AttachJailStart(plan, stdio, tenant_netns, conn));
 }
 
 Result<JailStart> OneOffJailStart::make(const Plan& plan, const Stdio& stdio, std::optional<NetHandoff> net) {
@@ -149,7 +155,15 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
     if (child > 0) return child;
     // The child: noexcept, so nothing it throws unwinds into our caller's code.
     [&]() noexcept {
+        // An attach jail's failure goes to its supervisor on the connection
+        // channel (its stdio is /dev/null until a connection comes).
+        int report_fd = s.conn.watchers_end;
+        auto quit = [&](const Error& e) {
+            if (report_fd >= 0) write_report(report_fd, e);
+            clihost::quit(e);
+        };
         if (s.net.parents_end >= 0) ::close(s.net.parents_end);                                                // 1
+        if (s.conn.parents_end >= 0) ::close(s.conn.parents_end);
         if (kind.takes_stdio) {                                                                                // 2
             for (std::size_t fd = 0; fd <= 2; ++fd)
                 if (::dup2(s.stdio->fd[fd], static_cast<int>(fd)) != static_cast<int>(fd)) quit_silently();
@@ -161,16 +175,21 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
             quit(fail(Exit::internal, "cannot set the tenant's limits"));
         if (tenant.place != nullptr)                                                                           // 5
             if (auto st = tenant.place->apply(); !st) quit(st.error());
+        // The network channel, or an attach jail's connection channel (an
+        // attach jail has no network of its own): fd 3.
         int net_fd = s.net.watchers_end;
+        int conn_fd = s.conn.watchers_end;
+        int& channel = conn_fd >= 0 ? conn_fd : net_fd;
         if (kind.takes_stdio) {                                                                                // 6
             ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
-            if (net_fd >= 0 && net_fd != 3 && ::dup2(net_fd, 3) != 3) quit_silently();
-            if (net_fd >= 0) net_fd = 3;
-            if (::syscall(SYS_close_range, net_fd >= 0 ? 4U : 3U, ~0U, 0U) != 0) quit_silently();
+            if (channel >= 0 && channel != 3 && ::dup2(channel, 3) != 3) quit_silently();
+            if (channel >= 0) channel = 3;
+            if (report_fd >= 0) report_fd = 3;
+            if (::syscall(SYS_close_range, channel >= 0 ? 4U : 3U, ~0U, 0U) != 0) quit_silently();
             ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
         }
         run_as_tenant(s.plan->creds, self, SIGHUP,                                                             // 7
-                      [&] { return watch_jail(WatchOrder{*s.plan, s.kind, s.ready_fd, net_fd}); });
+                      [&] { return watch_jail(WatchOrder{*s.plan, s.kind, s.ready_fd, net_fd, conn_fd}); });
     }();
     quit_silently();
 }

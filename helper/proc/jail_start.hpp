@@ -62,6 +62,15 @@ struct NetHandoff {
     int parents_end{-1};
 };
 
+// An attach jail's channel to its supervisor, on which its one connection
+// comes (the tmux client's argv and environment, the front's three
+// descriptors): the watcher's end, as fd 3, and the supervisor's, which the
+// child closes first.
+struct ConnHandoff {
+    int watchers_end{-1};
+    int parents_end{-1};
+};
+
 class SessionJailStart;
 class AttachJailStart;
 class OneOffJailStart;
@@ -89,15 +98,19 @@ class SessionJailStart {
 class AttachJailStart {
   public:
     static constexpr JailKind kind = JailKind::attach;
-    // plan.action attach; `tenant_netns` (the tenant's empty network
-    // namespace, joined before the drop) exactly when the plan joins it.
-    static Result<JailStart> make(const Plan& plan, const Stdio& stdio, int tenant_netns);
+    // plan.action attach; started before its connection, on /dev/null
+    // (`stdio`), its connection to come on `conn`; `tenant_netns` (the
+    // tenant's empty network namespace, joined before the drop) exactly
+    // when the plan joins it.
+    static Result<JailStart> make(const Plan& plan, const Stdio& stdio, int tenant_netns, ConnHandoff conn);
     const Plan& plan;
     const Stdio stdio;
     const int tenant_netns;
+    const ConnHandoff conn;
 
   private:
-    AttachJailStart(const Plan& p, const Stdio& s, int netns) : plan(p), stdio(s), tenant_netns(netns) {}
+    AttachJailStart(const Plan& p, const Stdio& s, int netns, ConnHandoff c)
+        : plan(p), stdio(s), tenant_netns(netns), conn(c) {}
 };
 
 class OneOffJailStart {
@@ -157,6 +170,9 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant);
 // tenant's socket and started nothing (the session jail is ending): an exit
 // status no tmux client returns (it exits 0 or 1).
 inline constexpr int kNoServerStatus = 75;
+// An attach jail's status when it ended before its connection came (its
+// bwrap failed, or its supervisor ended it): no tmux client ran.
+inline constexpr int kNoConnectionStatus = 76;
 
 // `check`'s network trial (a tenant process outside the owner, ended before
 // `check` returns): start_jail(NetTrialStart) with slirp4netns as `net`

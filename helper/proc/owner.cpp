@@ -77,6 +77,42 @@ bool send_message(int sock, const std::string& msg, bool last) {
 
 bool send_reply(int sock, const Reply& r) { return send_message(sock, format_reply(r), r.kind != ReplyKind::ok); }
 
+// An attach jail's connection, to its watcher (watcher.cpp:
+// await_connection): the client's words and the front's three descriptors.
+bool send_connection(int chan, const std::string& words, const std::vector<UniqueFd>& fds) {
+    alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))] = {};
+    iovec iov{const_cast<char*>(words.data()), words.size()};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof control;
+    cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+    const int pass[3] = {fds[0].get(), fds[1].get(), fds[2].get()};
+    std::memcpy(CMSG_DATA(cm), pass, sizeof pass);
+    return ::sendmsg(chan, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(words.size());
+}
+
+// The session name an attach jail is prepared with: any valid one (its
+// bwrap argv names none; the connection's own goes in the handed words).
+constexpr const char* kPreparedSession = "prepared";
+
+// The next attach's jail, started before its connection (its watcher
+// waits on `chan`), and the bwrap argv it was started with.
+struct Prepared {
+    pid_t watcher{-1};
+    UniqueFd chan;
+    bool joins_netns{false};
+    bool ready{false};  // its watcher said "ok" (bwrap started) on `chan`
+    std::vector<std::string> argv;
+};
+
+// How long an attach jail may take to start bwrap.
+constexpr int kAttachStartSeconds = 10;
+
 // The tenant's owner.
 class Owner {
 public:
@@ -200,6 +236,16 @@ private:
             if (pid <= 0) return;
             // A slirp4netns that ended first: not to be signalled again.
             if (pid == session_net_.pid) session_net_.pid = -1;
+            // A prepared attach jail that ended before its connection (its
+            // session jail was ending, or bwrap failed): the next attach
+            // prepares another.
+            if (pid == prepared_.watcher) {
+                const int code = exit_status_of(st);
+                if (code != kNoConnectionStatus && code != kNoServerStatus)
+                    log::audit("warn", "an attach jail ended before its connection, status " + std::to_string(code));
+                prepared_ = Prepared{};
+                continue;
+            }
             for (auto& c : conns_) {
                 if (c->net.pid == pid) c->net.pid = -1;
                 if (c->query && c->query->watcher == pid) {
@@ -230,8 +276,12 @@ private:
                 if (c->sock.valid()) {
                     // The session jail was ending as this attach arrived:
                     // a typed outcome, the front attaches to a new one.
-                    (void)send_reply(c->sock.get(), code == kNoServerStatus ? Reply{ReplyKind::retry, 0, ""}
-                                                                            : Reply{ReplyKind::exit, code, ""});
+                    // Its jail ended before the connection reached it.
+                    const Reply lost{ReplyKind::fail, static_cast<int>(Exit::host),
+                                     "the attach jail ended before its terminal reached it"};
+                    (void)send_reply(c->sock.get(), code == kNoServerStatus       ? Reply{ReplyKind::retry, 0, ""}
+                                                    : code == kNoConnectionStatus ? lost
+                                                                                  : Reply{ReplyKind::exit, code, ""});
                     c->sock.reset();
                 }
             }
@@ -243,6 +293,7 @@ private:
     // and so does this supervisor (a later attach starts a new session
     // jail); with none, everything ends as for `stop`.
     void session_ended() {
+        forget_prepared();
         bool oneoffs = false;
         for (const auto& c : conns_) oneoffs = oneoffs || (c->watcher > 0 && c->kind == HandoverKind::command);
         if (!oneoffs || ending_at_ != 0) return end_all("ended");
@@ -280,6 +331,7 @@ private:
                 if (auto st = c_.place.cgroup->kill_jails(); !st) log::audit("warn", st.error().message);
         }
         close_endpoint();
+        forget_prepared();
         if (session_ > 0) ::kill(session_, SIGTERM);
         for (auto& c : conns_) {
             if (c->watcher > 0) ::kill(c->watcher, SIGHUP);
@@ -439,8 +491,13 @@ private:
                                     std::to_string(session_) + ", " + started.value().about + ", for an attach" +
                                     started.value().warnings);
         }
-        const UniqueFd netns = attach ? c_.dir.open_attach_netns(uid()) : UniqueFd();
-        const Request r{attach ? JailAction::attach : JailAction::command, rq.session, rq.command, netns.valid()};
+        if (attach) {
+            if (auto st = hand_to_attach_jail(c, rq, fds); !st) return refuse(st.error());
+            // The next attach finds its jail ready.
+            if (auto st = prepare_attach(); !st) log::audit("warn", "cannot prepare an attach jail: " + st.error().message);
+            return;
+        }
+        const Request r{JailAction::command, rq.session, rq.command, false};
         auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, rq.extra_env, c_.pam_env);
         if (!plan) return refuse(plan.error());
         const bool isolated = plan.value().net == JailNet::isolated;
@@ -451,9 +508,8 @@ private:
         const UniqueFd ours(chan[0]);
         UniqueFd theirs(chan[1]);
         const Stdio stdio{{fds[0].get(), fds[1].get(), fds[2].get()}};
-        auto start = attach ? AttachJailStart::make(plan.value(), stdio, netns.get())
-                            : OneOffJailStart::make(plan.value(), stdio,
-                                                    isolated ? std::optional(NetHandoff{theirs.get(), ours.get()}) : std::nullopt);
+        auto start = OneOffJailStart::make(plan.value(), stdio,
+                                           isolated ? std::optional(NetHandoff{theirs.get(), ours.get()}) : std::nullopt);
         if (!start) return refuse(start.error());
         auto pid = start_jail(start.value(), TenantContext{&c_.limits, &c_.place});
         if (!pid) return refuse(pid.error());
@@ -474,14 +530,93 @@ private:
                 return refuse(attached.error());
             }
         }
-        log::audit("allow", audit_reason(std::string(attach ? "attach jail" : "one-off jail") + " started by supervisor " +
-                                             std::to_string(::getpid()) + ", watcher " + std::to_string(pid.value()) +
+        log::audit("allow", audit_reason(std::string("one-off jail started by supervisor ") + std::to_string(::getpid()) + ", watcher " + std::to_string(pid.value()) +
                                              ", network " + std::string(jail_net_name(plan.value().net)) +
                                              (c_.start.policy.pam_session ? ", PAM session open" : ", no PAM session") +
                                              slirp,
                                          plan.value()));
         (void)send_reply(c.sock.get(), Reply{ReplyKind::ok, 0, ""});
     }
+
+    // An attach: the connection goes to the prepared attach jail (started
+    // now if none waits), whose bwrap argv must be this connection's plan's
+    // (build_plan: an attach's argv names neither the session nor the
+    // caller's variables, which go with the terminal). A prepared jail found
+    // gone is replaced, once.
+    Status hand_to_attach_jail(Conn& c, const HandoverRequest& rq, const std::vector<UniqueFd>& fds) {
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            // One prepared in the tenant's empty namespace that is gone since
+            // (its name removed) is not used: this attach makes its own.
+            if (prepared_.watcher > 0 && prepared_.joins_netns && !c_.dir.open_attach_netns(uid()).valid())
+                forget_prepared();
+            if (auto st = prepare_attach(); !st) return st;
+            const Request r{JailAction::attach, rq.session, {}, prepared_.joins_netns};
+            auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, rq.extra_env, c_.pam_env);
+            if (!plan) return plan.error();
+            if (plan.value().argv != prepared_.argv)
+                return fail(Exit::internal, "the prepared attach jail is not this connection's plan");
+            // Its start-up report: at once for one prepared ahead; for one
+            // started for this connection, once its bwrap runs. A failure is
+            // this connection's (fail-closed, with its reason).
+            if (!prepared_.ready) {
+                auto up = read_report(prepared_.chan.get(), kAttachStartSeconds, "the attach jail");
+                if (!up) {
+                    forget_prepared();
+                    return up.error();
+                }
+                prepared_.ready = true;
+            }
+            const std::string words = handed_words(plan.value());
+            if (words.empty()) return fail(Exit::refused, "the attach's command and environment do not fit its jail");
+            if (!send_connection(prepared_.chan.get(), words, fds)) {
+                forget_prepared();
+                continue;
+            }
+            c.watcher = prepared_.watcher;
+            c.deadline = 0;
+            prepared_ = Prepared{};
+            log::audit("allow", audit_reason("attach jail started by supervisor " + std::to_string(::getpid()) + ", watcher " +
+                                                 std::to_string(c.watcher) + ", network " +
+                                                 std::string(jail_net_name(plan.value().net)) +
+                                                 (c_.start.policy.pam_session ? ", PAM session open" : ", no PAM session"),
+                                             plan.value()));
+            (void)send_reply(c.sock.get(), Reply{ReplyKind::ok, 0, ""});
+            return ok_status();
+        }
+        return fail(Exit::internal, "cannot hand the terminal to an attach jail");
+    }
+
+    // The next attach's jail: bwrap set up and its stub waiting, in the
+    // tenant's empty network namespace, only while the session jail runs.
+    Status prepare_attach() {
+        if (prepared_.watcher > 0) return ok_status();
+        if (session_ < 0 || ending_at_ != 0) return fail(Exit::internal, "no session jail to attach to");
+        const UniqueFd netns = c_.dir.open_attach_netns(uid());
+        const Request r{JailAction::attach, kPreparedSession, {}, netns.valid()};
+        auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, CallerEnv{}, c_.pam_env);
+        if (!plan) return plan.error();
+        const UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+        if (!null.valid()) return fail(Exit::internal, "cannot open /dev/null");
+        int chan[2] = {-1, -1};
+        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
+            return fail(Exit::internal, "socketpair failed");
+        UniqueFd ours(chan[0]);
+        const UniqueFd theirs(chan[1]);
+        auto start = AttachJailStart::make(plan.value(), Stdio{{null.get(), null.get(), null.get()}}, netns.get(),
+                                           ConnHandoff{theirs.get(), ours.get()});
+        if (!start) return start.error();
+        auto pid = start_jail(start.value(), TenantContext{&c_.limits, &c_.place});
+        if (!pid) return pid.error();
+        prepared_.watcher = pid.value();
+        prepared_.chan = std::move(ours);
+        prepared_.joins_netns = netns.valid();
+        prepared_.argv = plan.value().argv;
+        return ok_status();
+    }
+
+    // Its watcher reads our end's close as "no connection" and ends it;
+    // it is reaped as any child.
+    void forget_prepared() { prepared_ = Prepared{}; }
 
     // list, kill: asked of the session jail's tmux by a query jail of ours
     // (query.hpp), answered when it ends. A supervisor with no session jail
@@ -551,6 +686,7 @@ private:
     std::time_t idle_until_{0};
     OwnerEnd end_;
     std::vector<std::unique_ptr<Conn>> conns_;
+    Prepared prepared_;
 };
 
 }  // namespace

@@ -77,9 +77,9 @@ ReadUntil read_until(int fd, char stop, std::size_t max, int seconds) {
     return got;
 }
 
-Status read_report(int fd, int seconds) {
+Status read_report(int fd, int seconds, const std::string& what) {
     const auto got = read_until(fd, '\n', 2048, seconds);
-    if (got.timed_out) return fail(Exit::host, "the session jail did not start within " + std::to_string(seconds) + " s");
+    if (got.timed_out) return fail(Exit::host, what + " did not start within " + std::to_string(seconds) + " s");
     const std::string& line = got.text;
     if (line.rfind("ok\n", 0) == 0) return ok_status();
     if (line.rfind("fail ", 0) == 0 && line.size() > 7) {
@@ -90,7 +90,7 @@ Status read_report(int fd, int seconds) {
             return fail(static_cast<Exit>(code), msg);
         }
     }
-    return fail(Exit::internal, "the session jail's start-up ended without a report");
+    return fail(Exit::internal, what + "'s start-up ended without a report");
 }
 
 sigset_t relayed_signals() {

@@ -5,6 +5,7 @@
 #include "proc/watcher.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -146,6 +147,63 @@ pid_t read_child_pid(int info_fd) {
     return pid > 1 ? static_cast<pid_t>(pid) : 0;
 }
 
+// An attach jail's connection: what its supervisor sends once a front has
+// handed a terminal over (owner.cpp: the tmux client's words and three
+// descriptors). What it waits for: that message, or bwrap's end, or the
+// supervisor's (end of file: no connection comes). With a connection, the
+// front's stderr becomes ours (the relay of the jail's stderr goes there),
+// and the words and the terminal go to the stub. Returns whether a
+// connection came.
+bool await_connection(int conn_fd, int stub_fd, pid_t bwrap) {
+    const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, bwrap, 0)));
+    pollfd p[2] = {{conn_fd, POLLIN, 0}, {pidfd.get(), POLLIN, 0}};
+    while (::poll(p, pidfd.valid() ? 2 : 1, -1) < 0)
+        if (errno != EINTR) return false;
+    // A connection sent before bwrap ended still goes in (its front then
+    // hears why the jail ended); bwrap's end alone: none comes.
+    if ((p[0].revents & (POLLIN | POLLHUP)) == 0) return false;
+    std::string msg(kMaxHandedBytes + 1, '\0');
+    alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))];
+    iovec iov{msg.data(), msg.size()};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof control;
+    ssize_t n;
+    while ((n = ::recvmsg(conn_fd, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {}
+    std::vector<UniqueFd> fds;
+    for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); n > 0 && cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+        const std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (std::size_t i = 0; i < count; ++i) {
+            int fd = -1;
+            std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+            fds.emplace_back(fd);
+        }
+    }
+    if (n <= 0 || fds.size() != 3 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) return false;
+    if (::dup2(fds[2].get(), 2) != 2) return false;
+    // The stub takes the terminal as its stdin and stdout (its stderr is
+    // our capture); a stub already gone (bwrap failed) reads nothing, and
+    // its status and bwrap's message tell the front why.
+    alignas(cmsghdr) char out[CMSG_SPACE(2 * sizeof(int))] = {};
+    iovec oiov{msg.data(), static_cast<std::size_t>(n)};
+    msghdr omh{};
+    omh.msg_iov = &oiov;
+    omh.msg_iovlen = 1;
+    omh.msg_control = out;
+    omh.msg_controllen = sizeof out;
+    cmsghdr* cm = CMSG_FIRSTHDR(&omh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    const int pass[2] = {fds[0].get(), fds[1].get()};
+    std::memcpy(CMSG_DATA(cm), pass, sizeof pass);
+    (void)::sendmsg(stub_fd, &omh, MSG_NOSIGNAL);
+    return true;
+}
+
 // The jail's resolv.conf, as bwrap --ro-bind-data reads it (from offset 0).
 UniqueFd resolv_conf_fd(const std::string& text) {
     UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, "clihost-jail-resolv", MFD_CLOEXEC)));
@@ -175,7 +233,9 @@ Status prepare_socket_dir(const std::string& home_path, uid_t uid) {
 int watch_jail(const WatchOrder& order) {
     const Plan& plan = order.plan;
     const JailTraits kind = traits_of(order.kind);
-    const int ready_fd = order.ready_fd;
+    // The session jail reports its start on ready_fd, an attach jail on
+    // its connection channel (read by its supervisor before the connection).
+    const int ready_fd = order.ready_fd >= 0 ? order.ready_fd : order.conn_fd;
     const int net_fd = order.net_fd;
     // The kind's factory checked it: a channel exactly when the plan is isolated.
     const bool isolated = net_fd >= 0;
@@ -188,20 +248,8 @@ int watch_jail(const WatchOrder& order) {
     if (auto st = prove_private_proc(plan); !st) return failed(st.error());
     UniqueFd stderr_memfd;
     const std::string socket = plan.socket_dir + "/clihost.sock";
-    // An attach found the session jail by its supervisor's record, and that
-    // jail may be ending (the tenant's last shell just exited: tmux is gone,
-    // its supervisor not yet; tmux leaves its socket file, which then
-    // refuses connections). Then no client starts (it could only say "no
-    // server running"): our root parent waits for that jail to end and
-    // attaches to a new one (do_attach). Silent: nothing failed yet. Any
-    // other answer (a socket directory the tenant swapped away, say) is the
-    // client's to meet, as before.
-    if (kind.attaches && connect_tmux_socket(socket) == ECONNREFUSED) {
-        reap_trial();
-        return kNoServerStatus;
-    }
-    // An attach jail's stderr too: its tmux client may find that the server
-    // went away after the check above (below).
+    // An attach jail's stderr: its tmux client may find that the server
+    // went away (below).
     if (kind.attaches) {
         stderr_memfd.reset(static_cast<int>(::syscall(SYS_memfd_create, "clihost-jail-stderr", MFD_CLOEXEC)));
         if (!stderr_memfd.valid()) return failed(fail(Exit::internal, "memfd_create failed"));
@@ -240,13 +288,22 @@ int watch_jail(const WatchOrder& order) {
         resolv = resolv_conf_fd(plan.resolv_conf);
         if (!resolv.valid()) return failed(fail(Exit::internal, "cannot prepare the jail's resolv.conf"));
     }
+    // An attach jail: the stub's end of its connection, as kAttachFd.
+    UniqueFd stub_ours, stub_theirs;
+    if (kind.attaches) {
+        int sp[2] = {-1, -1};
+        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
+            return failed(fail(Exit::internal, "socketpair failed"));
+        stub_ours.reset(sp[0]);
+        stub_theirs.reset(sp[1]);
+    }
     BwrapChild starting;
     // A gated jail's bwrap reads the gate (--block-fd); the gate's other
     // end stays open here (inherited, close-on-exec) as well as in our root
     // parent until both are done with the jail: bwrap reads end of file as
     // the go-ahead, and it comes only once every process of the jail is gone.
     auto started = start_bwrap_child(starting, plan, ::getpid(), kind.own_session, stderr_memfd.get(), go[0],
-                                     {status[1], info[1], block[0], resolv.get()});
+                                     {status[1], info[1], block[0], resolv.get(), stub_theirs.get()});
     if (!started) return failed(started.error());
     const pid_t bwrap = started.value();
     if (reports_status) ::close(status[1]);
@@ -278,10 +335,35 @@ int watch_jail(const WatchOrder& order) {
     // The child reports its own failure here, as the tenant, as a forked
     // child did itself; it exits with that error's code, which supervise
     // returns below.
-    if (auto exec = await_bwrap_exec(starting); !exec) report_tenant_failure(exec.error());
+    if (auto exec = await_bwrap_exec(starting); !exec) {
+        // An attach jail's supervisor hears it before any connection is
+        // handed over (no front to tell yet).
+        if (!kind.attaches) report_tenant_failure(exec.error());
+        else {
+            write_report(ready_fd, exec.error());
+            (void)supervise(bwrap);
+            return static_cast<int>(exec.error().code);
+        }
+    }
     // Our copies of the planned descriptors go now, so that bwrap's end of
     // each pipe is the only one left (end of file once it is gone).
     starting.exec.copies.clear();
+    stub_theirs.reset();
+    // An attach jail waits, set up, for its connection; none comes when its
+    // supervisor ends it first (end of file) or bwrap failed: then it ends
+    // without a word (no front to tell).
+    // The /proc trial's child (if this watcher made one) is reaped now, not
+    // left a zombie for as long as the jail waits; then the jail is ready.
+    if (kind.attaches) {
+        reap_trial();
+        write_report(ready_fd, ok_status());
+    }
+    if (kind.attaches && !await_connection(order.conn_fd, stub_ours.get(), bwrap)) {
+        ::kill(bwrap, SIGKILL);
+        (void)supervise(bwrap);
+        return kNoConnectionStatus;
+    }
+    stub_ours.reset();
     if (isolated) {
         // The jail's command starts only once its network is up: never
         // with the host's, and never before slirp4netns is attached.

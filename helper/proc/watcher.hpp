@@ -27,6 +27,7 @@ struct WatchOrder {
     JailKind kind;
     int ready_fd{-1};
     int net_fd{-1};
+    int conn_fd{-1};  // an attach jail's: its connection comes here (owner.hpp: send_connection)
 };
 
 // The watcher: the tenant, unprivileged, not dumpable, a subreaper, in a

@@ -166,6 +166,10 @@ int do_check(const Prepared& p, const StartState& start) {
         if (version.empty()) problem("bwrap", policy.bwrap + " --version failed when run unprivileged");
         else line("bwrap", policy.bwrap + ": ok (root-owned, not writable by group/others), " + version);
     }
+    // Every attach jail runs it (an attach without it fails closed).
+    if (auto st = check_tenant_executable("the attach stub", std::string(kAttachStub)); !st)
+        problem("attach stub", st.error().message);
+    else line("attach stub", std::string(kAttachStub) + ": ok (root-owned, not writable by group/others)");
     line("user namespaces", p.probe.user_namespaces ? "yes" : "no (" + p.probe.trial_detail + ")");
     line("fresh procfs", p.probe.fresh_proc ? "yes" : "no (" + p.probe.trial_detail + ")");
     line("host /proc hidepid=invisible", p.probe.host_proc_hidepid ? "yes" : "no");

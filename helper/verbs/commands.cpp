@@ -121,13 +121,14 @@ struct Requirements {
     bool bwrap{false};       // the configured bwrap is a trusted executable
     bool jail_shell{false};  // the jail's shell is no route around it (routes::check_jail_shell)
     enum class ProcSys { no, yes, unless_nested } proc_sys{ProcSys::no};  // require_proc_sys_writable
+    bool attach_stub{false};  // an attach: the attach stub its jail runs is trusted (kAttachStub)
 };
 
 Requirements requirements_of(Verb verb, bool attach) {
     using P = Requirements::ProcSys;
     switch (verb) {
         case Verb::print: return {false, true, true, P::no};
-        case Verb::run: return {true, true, true, attach ? P::yes : P::unless_nested};
+        case Verb::run: return {true, true, true, attach ? P::yes : P::unless_nested, attach};
         case Verb::kill:
         case Verb::stop:
         case Verb::list: return {true, false, false, P::no};
@@ -146,6 +147,8 @@ Status require_all(const Requirements& r, const Prepared& p) {
         if (auto st = check_trusted_executable("bwrap", policy.bwrap); !st) return st;
     if (r.jail_shell)
         if (auto st = routes::check_jail_shell(policy); !st) return st;
+    if (r.attach_stub)
+        if (auto st = check_tenant_executable("the attach stub", std::string(kAttachStub)); !st) return st;
     if (r.proc_sys != Requirements::ProcSys::no)
         return require_proc_sys_writable(r.proc_sys == Requirements::ProcSys::yes || !policy.nested_sandbox);
     return ok_status();
@@ -208,6 +211,14 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
                 .append(".netns), as root before the drop, and bwrap runs without --unshare-net\n");
         for (const auto& w : pl.warnings) out.append("# warning: ").append(w).append("\n");
         out += render(pl);
+        // An attach jail starts before its connection; its stub then execs
+        // the client with the terminal as stdin and stdout.
+        if (!pl.handed_command.empty()) {
+            out.append("# then the stub, handed the terminal, execs: env -i");
+            for (const auto& e : pl.handed_env) out.append(" ").append(shell_quote(e));
+            for (const auto& a : pl.handed_command) out.append(" ").append(shell_quote(a));
+            out.append("\n");
+        }
         if (pl.net == JailNet::isolated) {
             // The user-mode network, as the root parent starts it once bwrap
             // has made the namespace (net.hpp), and the resolv.conf bwrap copies.

@@ -168,6 +168,7 @@ PAM_ACTION=""   # "" untouched, "installed" (remove on exit), "bind-mounted" (pr
 NET_GROUP_CREATED=""   # --scale: what it made for network = isolated (undone on exit)
 NFT_LOADED=""
 TUN_MODE=""
+STUB_PLACED=""   # the attach stub, if this run installed it (removed on exit)
 cleanup() {
     local rc=$?
     set +e
@@ -193,6 +194,7 @@ cleanup() {
         done
         sleep 0.2
     fi
+    [[ -n $STUB_PLACED ]] && rm -f "$STUB_PLACED" && rmdir "$(dirname "$STUB_PLACED")" 2>/dev/null
     # The helper never removes a tenant's flock file; these tenants are gone.
     if [[ -n $RUNTIME_DIR && -d $RUNTIME_DIR ]]; then
         local u
@@ -265,7 +267,8 @@ if [[ -z $BIN ]]; then
     # Its own built-in policy path: the setuid runs read it (bind-mounted or
     # created by the bench), so no real /etc/clihost-jail/jail.conf is touched.
     cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_TESTS=OFF \
-        -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-bench -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-bench/jail.conf >"$BUILD_DIR/cmake.log" 2>&1 ||
+        -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-bench -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-bench/jail.conf \
+        -DCLIHOST_JAIL_ATTACH_STUB=/usr/local/libexec/clihost-jail-bench/clihost-jail-attach >"$BUILD_DIR/cmake.log" 2>&1 ||
         { tail -20 "$BUILD_DIR/cmake.log" >&2; die "cmake configure failed"; }
     cmake --build "$BUILD_DIR" -j"$(nproc)" >>"$BUILD_DIR/cmake.log" 2>&1 ||
         { tail -20 "$BUILD_DIR/cmake.log" >&2; die "build failed"; }
@@ -340,6 +343,14 @@ run_helper() {  # run_helper CONFIG ARGS...: the helper exactly as the bench run
 }
 
 log "helper: $BIN ($("$BIN" --version))"
+# The attach stub its attach jails run (a build with a prepared attach jail
+# names it in `check`), from beside the binary, installed where the build
+# looks for it unless a file is there already; removed on exit if placed here.
+STUB_PATH=$(run_helper "$WORK/nopam.conf" check 2>&1 | sed -n 's|^attach stub: \(/[^:]*\): .*|\1|p; s|^attach stub: the attach stub cannot open \(/[^:]*\): .*|\1|p' | head -n 1)
+if [[ -n $STUB_PATH && ! -e $STUB_PATH ]]; then
+    [[ -x $(dirname "$BIN")/clihost-jail-attach ]] || die "the attach stub is not beside $BIN"
+    install -D -m 0755 "$(dirname "$BIN")/clihost-jail-attach" "$STUB_PATH"; STUB_PLACED=$STUB_PATH
+fi
 # check's exit status also covers the deployment (routes around the jail,
 # the audit trail), which a benchmark's throw-away tenants need not pass:
 # what matters here is its verdict on the jail itself.

@@ -185,11 +185,15 @@ void check_argv(const Plan& plan, const Policy& policy, const Tenant& tenant, co
     std::vector<std::string> command;
     parse_like_bwrap(argv, ops, command);
 
-    // The command follows "--", exactly as requested (or the default tmux).
+    // The command follows "--", exactly as requested (or the default tmux);
+    // an attach jail's is the stub, which is handed the tmux client, whole.
+    const bool attach = request.action == JailAction::attach;
     const auto expected =
         request.action == JailAction::command ? request.command
                                               : tmux_command(tenant.account, request.action, request.session);
-    check(command == expected);
+    check(command == (attach ? std::vector<std::string>{std::string(kAttachStub)} : expected));
+    check(plan.handed_command == (attach ? expected : std::vector<std::string>{}));
+    check(handed_words(plan).empty() != attach);
 
     // The terminal-injection filter is always loaded, from the fd launch puts it on.
     check(std::count_if(ops.begin(), ops.end(), [](const Op& o) {
@@ -216,7 +220,8 @@ void check_argv(const Plan& plan, const Policy& policy, const Tenant& tenant, co
     }
     check(set == plan.env);
     const auto last_set = std::find_if(ops.rbegin(), ops.rend(), [](const Op& o) { return o.name == "--setenv"; });
-    check(last_set != ops.rend() && last_set->args == std::vector<std::string>{"TTYD_SANDBOX", "true"});
+    check(attach ? last_set == ops.rend()
+                 : last_set != ops.rend() && last_set->args == std::vector<std::string>{"TTYD_SANDBOX", "true"});
 
     // A private /proc: mounted once, after every host bind, and the host's never bound.
     const auto is_proc = [](const Op& o) { return o.name == "--proc" && o.args[0] == "/proc"; };
@@ -350,7 +355,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check((request.action == JailAction::serve) == (std::find(a.begin(), dashdash, "--new-session") != dashdash));
         check(probe.trial_deferred || probe.user_namespaces);
         check(plan.value().trial_in_child == probe.trial_deferred);
-        check_environment(plan.value().env, tenant);
+        // An attach jail's environment goes to its stub with the terminal:
+        // its bwrap sets none (the same argv for every connection).
+        const bool attach = request.action == JailAction::attach;
+        check(!attach || plan.value().env.empty());
+        check_environment(attach ? plan.value().handed_env : plan.value().env, tenant);
         check_argv(plan.value(), policy, tenant, request);
         if (plan.value().proc_source == "host" && policy.proc == ProcMode::private_or_hidepid)
             check(probe.host_proc_hidepid && !probe.fresh_proc);

@@ -44,6 +44,10 @@ TEST_CONFIG = os.environ.get("CLIHOST_JAIL_TEST_CONFIG", "/etc/clihost-jail-test
 RUNTIME_DIR = os.environ.get("CLIHOST_JAIL_TEST_RUNTIME_DIR", "/run/clihost-jail-test")
 AUTH_LOG = "/var/log/auth.log"
 PAM_TARGET = "/etc/pam.d/clihost-jail"  # the harness installs the repo's service here
+# The attach stub, built beside the helper, installed where the test build
+# looks for it (CMake CLIHOST_JAIL_ATTACH_STUB, set by tests/run.sh).
+STUB_BIN = os.environ.get("CLIHOST_JAIL_STUB_BIN", os.path.join(os.path.dirname(BUILD_BIN), "clihost-jail-attach"))
+STUB_TARGET = os.environ.get("CLIHOST_JAIL_TEST_ATTACH_STUB", "/usr/local/libexec/clihost-jail-test/clihost-jail-attach")
 
 EXEC_GROUP = "ctj-exec"        # group of the setuid binary (mode 4750)
 TENANT_GROUP = "ctj-tenants"
@@ -356,6 +360,40 @@ def wait_until(pred, timeout=10.0, step=0.05):
     return pred()
 
 
+def install_attach_stub():
+    """The attach stub at the path the test build names, root's 0755 (its
+    directory root's 0755), as an install makes it."""
+    os.makedirs(os.path.dirname(STUB_TARGET), mode=0o755, exist_ok=True)
+    tmp = STUB_TARGET + ".new"
+    shutil.copy(STUB_BIN, tmp)
+    os.chown(tmp, 0, 0)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, STUB_TARGET)
+
+
+def prepared_attach_jails(uid):
+    """The processes of a tenant's attach jails prepared for the next
+    connection (each waits: its stub, bwrap's pid 1, bwrap, its watcher),
+    by the tenant's uid."""
+    out = set()
+    for pid in pids(uid=uid, live=True):
+        try:
+            if os.readlink(f"/proc/{pid}/exe") != STUB_TARGET:
+                continue
+        except OSError:
+            continue
+        p = pid
+        while p > 1:
+            try:
+                if os.stat(f"/proc/{p}").st_uid != uid:
+                    break
+                out.add(p)
+                p = int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                break
+    return out
+
+
 def _delete_user(name):
     sh("pkill", "-KILL", "-u", name, check=False)
     sh("userdel", "-r", "-f", name, check=False)
@@ -400,6 +438,7 @@ class Host:
         shutil.copy(BUILD_BIN, self.bin)
         os.chown(self.bin, 0, grp.getgrnam(EXEC_GROUP).gr_gid)
         os.chmod(self.bin, 0o4750)
+        install_attach_stub()
         _make_root_dir(self.conf_dir)
         _make_root_dir(self.variants)
         self._write(TEST_CONFIG, BASE_CONFIG)

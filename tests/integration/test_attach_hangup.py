@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import RUNTIME_DIR, PROXY, proc_children, spawn, wait_until
+from conftest import RUNTIME_DIR, PROXY, STUB_TARGET, proc_children, proc_exe, spawn, wait_until
 from ptyutil import attach, shell_ready
 
 
@@ -62,10 +62,18 @@ def test_the_attach_jail_is_the_supervisors_in_a_session_of_its_own(host, alice,
     sup = int(rec[3])
     uid = pwd.getpwnam(alice).pw_uid
     watchers = [w for w in proc_children(sup) if os.stat(f"/proc/{w}").st_uid == uid]
+    def waiting(pid):
+        """A jail prepared for the next connection: its stub still waits."""
+        def exe(k):
+            try:
+                return proc_exe(k)
+            except OSError:
+                return None
+        return any(exe(k) == STUB_TARGET or waiting(k) for k in proc_children(pid))
     jails = []
     for w in watchers:
         for b in proc_children(w):
-            if os.getsid(b) == os.getsid(w) and os.getsid(w) == w:  # a connection watcher's session
+            if os.getsid(b) == os.getsid(w) and os.getsid(w) == w and not waiting(b):  # a connection watcher's
                 jails.append((w, b))
     assert len(jails) == 1, (watchers, jails)
     watcher, jail = jails[0]

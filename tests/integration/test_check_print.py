@@ -6,7 +6,7 @@ import pwd
 import shlex
 import subprocess
 
-from conftest import PROXY, RUNTIME_DIR, new_session, routes_closed
+from conftest import PROXY, RUNTIME_DIR, STUB_TARGET, new_session, routes_closed
 
 
 def test_check_reports_a_startable_jail(host, alice):
@@ -96,16 +96,29 @@ def test_print_is_the_exact_plan_and_runs_as_printed(host, alice):
     commands = {"session": ["/usr/bin/tmux", "-S", sock, "-D"],
                 "attach": ["/usr/bin/tmux", "-N", "-S", sock, "set-option", "-s", "exit-empty", "on", ";",
                            "new-session", "-A", "-s", s]}
+    # The attach jail starts before its connection: its bwrap runs the
+    # attach stub with no variable, and the stub, handed the terminal,
+    # execs the client with the connection's environment.
+    handed = "# then the stub, handed the terminal, execs: "
+    assert out[out.index(lines[3]) + 1].startswith(handed), out
+    client = shlex.split(out[out.index(lines[3]) + 1][len(handed):])
     for line, kind in ((lines[1], "session"), (lines[3], "attach")):
         words = shlex.split(line)
         assert words[:2] == ["env", "-i"]
         bwrap = words.index("/usr/bin/bwrap")
-        env = words[2:bwrap]
         argv = words[bwrap:]
+        if kind == "attach":
+            assert words[2:bwrap] == [] and argv[argv.index("--") + 1:] == [STUB_TARGET]
+            assert argv[argv.index("--clearenv") + 1] != "--setenv"
+            assert client[:2] == ["env", "-i"]
+            tmux = client.index("/usr/bin/tmux")
+            env, command = client[2:tmux], client[tmux:]
+        else:
+            env, command = words[2:bwrap], argv[argv.index("--") + 1:]
+            assert argv[argv.index("--clearenv") + 1] == "--setenv"
         assert "TTYD_SANDBOX=true" in env and "TERM=xterm" in env
         assert not any(e.startswith("TTYD_PASSWORD") for e in env)
-        assert argv[argv.index("--") + 1:] == commands[kind]
-        assert argv[argv.index("--clearenv") + 1] == "--setenv"
+        assert command == commands[kind]
         assert ["--proc", "/proc"] == argv[argv.index("--proc"):argv.index("--proc") + 2]
         assert "--die-with-parent" in argv and "--unshare-pid" in argv
         # Both without the host's network: the attach jail has none, the

@@ -7,7 +7,7 @@ import os
 import pwd
 import re
 
-from conftest import CGROUP_PARENT, PROXY, REPO, cgroup_missing, new_session, pids, proc_status, \
+from conftest import CGROUP_PARENT, PROXY, REPO, STUB_TARGET, cgroup_missing, new_session, pids, proc_status, \
     wait_until
 from ownerutil import ancestors, ppid, supervisor_pid
 from ptyutil import PtyProcess, attach, shell_ready
@@ -124,7 +124,7 @@ def classify(host, tenant, pid, sup):
         for c in [int(x) for x in open(f"/proc/{pid}/task/{pid}/children").read().split()]:
             a = b" ".join(cmdline(c))
             if b"bwrap" in a:
-                return "session watcher" if b" -D" in a and b"new-session -A" not in a else "connection watcher"
+                return "session watcher" if b" -D" in a and STUB_TARGET.encode() not in a else "connection watcher"
         return "watcher?"
     if exe.endswith("bwrap"):
         try:
@@ -133,8 +133,8 @@ def classify(host, tenant, pid, sup):
         except OSError:
             pass
         a = b" ".join(argv)
-        if b"new-session -A" in a:
-            return "attach jail"
+        if STUB_TARGET.encode() in argv:
+            return "attach jail"  # its stub waits, or became its tmux client
         if b" -D" in a:
             return "session jail"
         return "one-off jail"
@@ -142,10 +142,10 @@ def classify(host, tenant, pid, sup):
 
 
 def test_a_live_tenant_matches_the_process_table(host, alice, terms):
-    """A session jail with two attached clients and a one-off jail: every
-    process of the helper and every bwrap of the tenant is a kind of the
-    table, with its uid, started by (the parent) and reaped by the kind the
-    table says."""
+    """A session jail with two attached clients (and the attach jail
+    prepared for the next connection) and a one-off jail: every process of
+    the helper and every bwrap of the tenant is a kind of the table, with
+    its uid, started by (the parent) and reaped by the kind the table says."""
     s = new_session()
     c1 = attach(host, alice, s, terms)
     assert shell_ready(c1), c1.output()
@@ -167,8 +167,8 @@ def test_a_live_tenant_matches_the_process_table(host, alice, terms):
         if k is not None:
             kinds[pid] = k
     seen = sorted(kinds.values())
-    want = {"front": 3, "supervisor": 1, "session watcher": 1, "session jail": 1, "connection watcher": 3,
-            "attach jail": 2, "one-off jail": 1}
+    want = {"front": 3, "supervisor": 1, "session watcher": 1, "session jail": 1, "connection watcher": 4,
+            "attach jail": 3, "one-off jail": 1}
     for k, n in want.items():
         assert seen.count(k) == n, (k, seen)
     for pid, kind in kinds.items():

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import PROXY, RUNTIME_DIR, install_faults_bin, new_session, sh, wait_until
+from conftest import PROXY, RUNTIME_DIR, install_faults_bin, new_session, prepared_attach_jails, sh, wait_until
 from ptyutil import PtyProcess, attach, shell_ready
 
 
@@ -449,8 +449,10 @@ def uuid_hex():
 
 
 def _attach_jail_processes(host, tenant, session_jail):
-    """The tenant's processes that are not its session jail's."""
-    return [p for p in host.processes_of(tenant) if p not in session_jail]
+    """The tenant's processes that are not its session jail's, nor of the
+    attach jail prepared for its next connection (no client runs there)."""
+    prepared = prepared_attach_jails(pwd.getpwnam(tenant).pw_uid)
+    return [p for p in host.processes_of(tenant) if p not in session_jail and p not in prepared]
 
 
 def test_a_reconnect_refused_by_the_account_check_attaches_no_client(host, alice, terms):

@@ -18,16 +18,22 @@ Plan plan_of(JailAction action, JailNet net) {
     Plan p;
     p.action = action;
     p.net = net;
+    // An attach jail's shape (build_plan): the stub, handed its client.
+    if (action == JailAction::attach) {
+        p.command = {std::string(kAttachStub)};
+        p.handed_command = {"/usr/bin/tmux", "attach"};
+    }
     return p;
 }
 
 const Stdio kStdio{{10, 11, 12}};
 const NetHandoff kNet{20, 21};
+const ConnHandoff kConn{30, 31};
 
 // Not constructible but by make(): a start cannot be assembled around the
 // factory's checks (with any of the arguments make() takes, or aggregate-style).
 static_assert(!std::is_constructible_v<SessionJailStart, const Plan&, int, std::optional<NetHandoff>>);
-static_assert(!std::is_constructible_v<AttachJailStart, const Plan&, Stdio, int>);
+static_assert(!std::is_constructible_v<AttachJailStart, const Plan&, Stdio, int, ConnHandoff>);
 static_assert(!std::is_constructible_v<OneOffJailStart, const Plan&, Stdio, std::optional<NetHandoff>>);
 static_assert(!std::is_constructible_v<QueryJailStart, const Plan&, Stdio>);
 static_assert(!std::is_constructible_v<NetTrialStart, const Plan&, NetHandoff>);
@@ -49,7 +55,7 @@ TEST(JailStart, EachKindIsMadeFromItsOwnPlan) {
     ASSERT_TRUE(s.ok());
     EXPECT_EQ(kind_of(s.value()), JailKind::session);
     EXPECT_EQ(std::get<SessionJailStart>(s.value()).ready_fd, 5);
-    auto a = AttachJailStart::make(attach, kStdio, -1);
+    auto a = AttachJailStart::make(attach, kStdio, -1, kConn);
     ASSERT_TRUE(a.ok());
     EXPECT_EQ(kind_of(a.value()), JailKind::attach);
     auto o = OneOffJailStart::make(command, kStdio, std::nullopt);
@@ -70,7 +76,7 @@ TEST(JailStart, APlanOfAnotherActionMakesNoStartOfTheKind) {
     const Plan attach = plan_of(JailAction::attach, JailNet::none);
     const Plan command = plan_of(JailAction::command, JailNet::host);
     EXPECT_TRUE(refused_with(SessionJailStart::make(attach, 5, std::nullopt), Exit::internal, "a session jail serves tmux"));
-    EXPECT_TRUE(refused_with(AttachJailStart::make(command, kStdio, -1), Exit::internal, "an attach jail runs a tmux client"));
+    EXPECT_TRUE(refused_with(AttachJailStart::make(command, kStdio, -1, kConn), Exit::internal, "an attach jail runs a tmux client"));
     EXPECT_TRUE(refused_with(OneOffJailStart::make(serve, kStdio, std::nullopt), Exit::internal,
                              "a one-off jail runs the caller's command"));
     EXPECT_TRUE(refused_with(QueryJailStart::make(attach, kStdio), Exit::internal, "a query jail lists or kills"));
@@ -104,14 +110,14 @@ TEST(JailStart, ANetworkChannelGoesWithAnIsolatedPlanAndOnlyWithIt) {
 TEST(JailStart, AnAttachJailJoinsTheTenantsNamespaceExactlyAsPlanned) {
     const Plan joins = plan_of(JailAction::attach, JailNet::tenant_empty);
     const Plan own = plan_of(JailAction::attach, JailNet::none);
-    auto a = AttachJailStart::make(joins, kStdio, 9);
+    auto a = AttachJailStart::make(joins, kStdio, 9, kConn);
     ASSERT_TRUE(a.ok());
     EXPECT_EQ(std::get<AttachJailStart>(a.value()).tenant_netns, 9);
-    EXPECT_TRUE(refused_with(AttachJailStart::make(joins, kStdio, -1), Exit::internal,
+    EXPECT_TRUE(refused_with(AttachJailStart::make(joins, kStdio, -1, kConn), Exit::internal,
                              "joins the tenant's empty network namespace only as planned"));
-    EXPECT_TRUE(refused_with(AttachJailStart::make(own, kStdio, 9), Exit::internal,
+    EXPECT_TRUE(refused_with(AttachJailStart::make(own, kStdio, 9, kConn), Exit::internal,
                              "joins the tenant's empty network namespace only as planned"));
-    EXPECT_TRUE(refused_with(AttachJailStart::make(plan_of(JailAction::attach, JailNet::host), kStdio, -1),
+    EXPECT_TRUE(refused_with(AttachJailStart::make(plan_of(JailAction::attach, JailNet::host), kStdio, -1, kConn),
                              Exit::internal, "an attach jail has no network"));
     // Nobody else joins it.
     EXPECT_TRUE(refused_with(OneOffJailStart::make(plan_of(JailAction::command, JailNet::tenant_empty), kStdio,
@@ -123,7 +129,7 @@ TEST(JailStart, AnAttachJailJoinsTheTenantsNamespaceExactlyAsPlanned) {
 
 TEST(JailStart, AConnectionJailTakesThreeDescriptorsAndASessionJailItsReport) {
     const Stdio two{{10, 11, -1}};
-    EXPECT_TRUE(refused_with(AttachJailStart::make(plan_of(JailAction::attach, JailNet::none), two, -1), Exit::internal,
+    EXPECT_TRUE(refused_with(AttachJailStart::make(plan_of(JailAction::attach, JailNet::none), two, -1, kConn), Exit::internal,
                              "takes three descriptors"));
     EXPECT_TRUE(refused_with(OneOffJailStart::make(plan_of(JailAction::command, JailNet::host), two, std::nullopt),
                              Exit::internal, "takes three descriptors"));
@@ -131,6 +137,25 @@ TEST(JailStart, AConnectionJailTakesThreeDescriptorsAndASessionJailItsReport) {
                              Exit::internal, "takes three descriptors"));
     EXPECT_TRUE(refused_with(SessionJailStart::make(plan_of(JailAction::serve, JailNet::host), -1, std::nullopt),
                              Exit::internal, "a session jail reports its start"));
+}
+
+TEST(JailStart, AnAttachJailRunsTheStubAndWaitsForItsConnection) {
+    const Plan attach = plan_of(JailAction::attach, JailNet::none);
+    auto a = AttachJailStart::make(attach, kStdio, -1, kConn);
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ(std::get<AttachJailStart>(a.value()).conn.watchers_end, 30);
+    EXPECT_TRUE(refused_with(AttachJailStart::make(attach, kStdio, -1, ConnHandoff{30, -1}), Exit::internal,
+                             "waits for its connection"));
+    EXPECT_TRUE(refused_with(AttachJailStart::make(attach, kStdio, -1, ConnHandoff{}), Exit::internal,
+                             "waits for its connection"));
+    // The tmux client itself as bwrap's command, or a connection's
+    // environment in bwrap's argv: not a jail that can start before it.
+    Plan client = attach;
+    client.command = {"/usr/bin/tmux", "attach"};
+    EXPECT_TRUE(refused_with(AttachJailStart::make(client, kStdio, -1, kConn), Exit::internal, "runs the attach stub"));
+    Plan with_env = attach;
+    with_env.env = {"TERM=xterm"};
+    EXPECT_TRUE(refused_with(AttachJailStart::make(with_env, kStdio, -1, kConn), Exit::internal, "runs the attach stub"));
 }
 
 TEST(JailStart, TheKindDecidesTheWatchersShape) {

@@ -32,19 +32,24 @@ const std::vector<std::string> kEnvArgs{
 
 const std::string kSocket = "/home/alice/.cache/tmux/clihost.sock";
 
-// The attach jail of session "main" (the default request), or another
-// action's jail with its own head flags and command.
+// The tmux client of an attach to session "main": the attach jail's
+// handed command (its bwrap command is the attach stub).
+const std::vector<std::string> kAttachMain{"/usr/bin/tmux", "-N", "-S", kSocket, "set-option", "-s", "exit-empty",
+                                           "on", ";", "new-session", "-A", "-s", "main"};
+
+// The attach jail (the default request; its argv names the stub and no
+// variable: both go to the stub with the terminal), or another action's
+// jail with its own head flags and command.
 std::vector<std::string> expected_argv(const std::vector<std::string>& proc_args,
                                        const std::vector<std::string>& head = {"--unshare-net",
                                                                                "--disable-userns", "--die-with-parent"},
-                                       const std::vector<std::string>& command = {
-                                           "/usr/bin/tmux", "-N", "-S", kSocket, "set-option", "-s", "exit-empty",
-                                           "on", ";", "new-session", "-A", "-s", "main"},
+                                       const std::vector<std::string>& command = kAttachMain,
                                        const std::vector<std::string>& before_home = {}) {
+    const bool attach = command == kAttachMain;
     std::vector<std::string> a{"/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc"};
     a.insert(a.end(), head.begin(), head.end());
     a.insert(a.end(), {"--seccomp", "3", "--clearenv"});
-    a.insert(a.end(), kEnvArgs.begin(), kEnvArgs.end());
+    if (!attach) a.insert(a.end(), kEnvArgs.begin(), kEnvArgs.end());
     a.insert(a.end(), {"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--ro-bind", "/etc", "/etc",
                        "--dev", "/dev", "--remount-ro", "/dev", "--size", "268435456", "--tmpfs", "/dev/shm"});
     a.insert(a.end(), proc_args.begin(), proc_args.end());
@@ -52,7 +57,8 @@ std::vector<std::string> expected_argv(const std::vector<std::string>& proc_args
                        "--size", "268435456", "--tmpfs", "/run"});
     a.insert(a.end(), before_home.begin(), before_home.end());
     a.insert(a.end(), {"--bind", "/home/alice", "/home/alice", "--chdir", "/home/alice", "--"});
-    a.insert(a.end(), command.begin(), command.end());
+    if (attach) a.emplace_back(kAttachStub);
+    else a.insert(a.end(), command.begin(), command.end());
     return a;
 }
 
@@ -362,9 +368,11 @@ TEST(Plan, ClientJailsNeverStartAServerAndHaveNoNetwork) {
         const auto& argv = p.value().argv;
         EXPECT_NE(std::find(argv.begin(), argv.end(), "--unshare-net"), argv.end()) << jail_action_name(a);
         EXPECT_EQ(std::find(argv.begin(), argv.end(), "--new-session"), argv.end()) << jail_action_name(a);
-        auto dashdash = std::find(argv.begin(), argv.end(), "--");
-        ASSERT_NE(dashdash, argv.end());
-        EXPECT_EQ(*(dashdash + 2), "-N") << jail_action_name(a);
+        // The client's words: an attach's are handed to its stub.
+        const auto& client = a == JailAction::attach ? p.value().handed_command
+                                                     : std::vector<std::string>(std::find(argv.begin(), argv.end(), "--") + 1, argv.end());
+        ASSERT_GE(client.size(), 2U);
+        EXPECT_EQ(client[1], "-N") << jail_action_name(a);
     }
     auto list = plan_with(Policy{}, full_probe(), Request{JailAction::list_sessions, "", {}});
     ASSERT_TRUE(list.ok()) << list.error().message;
@@ -442,8 +450,45 @@ TEST(Plan, KillTargetsTheExactSessionOnTheTenantSocket) {
                                         "#{session_name}"}));
 }
 
+TEST(Plan, AnAttachJailsArgvIsTheSameForEveryConnection) {
+    // Whatever the session and the caller's variables, the same bwrap argv
+    // (so its jail can start before the connection): the stub's.
+    auto main = plan_with(Policy{}, full_probe());
+    auto other = build_plan(Policy{}, alice(), Request{JailAction::attach, "dev.2", {}}, full_probe(),
+                            {{"TERM", "vt100"}, {"LANG", "C.UTF-8"}}, {"XDG_RUNTIME_DIR=/run/user/1001"});
+    ASSERT_TRUE(main.ok());
+    ASSERT_TRUE(other.ok());
+    EXPECT_EQ(main.value().argv, other.value().argv);
+    EXPECT_EQ(main.value().argv.back(), std::string(kAttachStub));
+    EXPECT_TRUE(main.value().env.empty());
+    // What differs goes to the stub: the client's words and environment.
+    EXPECT_EQ(main.value().handed_command, kAttachMain);
+    EXPECT_EQ(other.value().handed_command.back(), "dev+2");
+    EXPECT_EQ(main.value().handed_env.back(), "TTYD_SANDBOX=true");
+    EXPECT_NE(std::find(other.value().handed_env.begin(), other.value().handed_env.end(), "TERM=vt100"),
+              other.value().handed_env.end());
+    // As the stub reads them: the words, an empty word, the environment.
+    const std::string words = handed_words(main.value());
+    std::string expected;
+    for (const auto& w : kAttachMain) expected.append(w).push_back('\0');
+    expected.push_back('\0');
+    for (const auto& w : main.value().handed_env) expected.append(w).push_back('\0');
+    EXPECT_EQ(words, expected);
+    // Nothing that would not survive the trip: an empty word, or too much.
+    Plan bad = main.value();
+    bad.handed_command.emplace_back("");
+    EXPECT_EQ(handed_words(bad), "");
+    bad = main.value();
+    bad.handed_env.emplace_back("X=" + std::string(kMaxHandedBytes, 'x'));
+    EXPECT_EQ(handed_words(bad), "");
+    // Other jails hand nothing.
+    auto list = plan_with(Policy{}, full_probe(), Request{JailAction::list_sessions, "", {}});
+    ASSERT_TRUE(list.ok());
+    EXPECT_EQ(handed_words(list.value()), "");
+}
+
 TEST(Plan, SandboxFlagIsForcedOnTheBwrapCommandLineAfterClearenv) {
-    auto p = plan_with(Policy{}, full_probe());
+    auto p = plan_with(Policy{}, full_probe(), Request{JailAction::list_sessions, "", {}});
     ASSERT_TRUE(p.ok());
     const auto& a = p.value().argv;
     auto clear = std::find(a.begin(), a.end(), "--clearenv");
@@ -527,11 +572,9 @@ TEST(Plan, NologinTenantWithoutJailShellIsRefusedForTmux) {
     pol.shell = "/usr/bin/bash";
     auto q = build_plan(pol, t, Request{JailAction::attach, "s", {}}, full_probe(), {}, {});
     ASSERT_TRUE(q.ok()) << q.error().message;
-    auto& argv = q.value().argv;
-    auto it = std::find(argv.begin(), argv.end(), "SHELL");
-    ASSERT_NE(it, argv.end());
-    EXPECT_EQ(*(it + 1), "/usr/bin/bash");
-    EXPECT_EQ(argv.back(), "s");
+    const auto& env = q.value().handed_env;
+    EXPECT_NE(std::find(env.begin(), env.end(), "SHELL=/usr/bin/bash"), env.end());
+    EXPECT_EQ(q.value().handed_command.back(), "s");
 }
 
 TEST(Plan, OverlongHomeCannotHoldATmuxSocket) {

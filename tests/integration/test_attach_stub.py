@@ -1,0 +1,180 @@
+"""The prepared attach jail (issue 24): while a tenant's session jail runs,
+its supervisor keeps one attach jail started ahead of the next connection,
+whose command is the attach stub (clihost-jail-attach), waiting on fd 8.
+A connection's terminal, client words and environment go to it; the stub
+execs the tmux client in the same process. The stub itself takes only a
+well-formed connection, and never runs as root."""
+import os
+import pwd
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from conftest import STUB_TARGET, pids, proc_exe, proc_status, wait_until
+from ownerutil import supervisor_pid
+from ptyutil import attach, shell_ready
+
+ATTACH_FD = 8  # plan.hpp: kAttachFd
+
+
+def exe_of(pid):
+    try:
+        return proc_exe(pid)
+    except OSError:
+        return None
+
+
+def stubs_of(tenant):
+    """The tenant's processes running the attach stub: prepared jails' commands."""
+    uid = pwd.getpwnam(tenant).pw_uid
+    return [p for p in pids(uid=uid, live=True) if exe_of(p) == STUB_TARGET]
+
+
+def descends_from(pid, ancestor):
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
+
+
+def fd_target(pid, fd):
+    try:
+        return os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return None
+
+
+def test_a_prepared_attach_jail_waits_for_the_next_connection_and_becomes_its_client(host, alice, terms):
+    """After an attach, one attach jail waits: the supervisor's, its stub on
+    /dev/null with no terminal, confined as every attach jail (seccomp,
+    no_new_privs, no capabilities, the tenant's empty network namespace).
+    The next attach is served by it: the stub's process becomes that
+    connection's tmux client, on the connection's terminal. Control: before
+    the second attach the same process is the stub."""
+    t = attach(host, alice, "one", terms)
+    assert shell_ready(t), t.output()
+    assert wait_until(lambda: len(stubs_of(alice)) == 1, 10), host.processes_of(alice)
+    [stub] = stubs_of(alice)
+    sup = supervisor_pid(alice)
+    assert descends_from(stub, sup)
+    assert not descends_from(stub, t.proc.pid)
+    assert fd_target(stub, 0) == "/dev/null" and fd_target(stub, 1) == "/dev/null"
+    assert proc_status(stub, "Seccomp") == ["2"] and proc_status(stub, "NoNewPrivs") == ["1"]
+    assert proc_status(stub, "CapEff") == ["0000000000000000"] and proc_status(stub, "CapPrm") == ["0000000000000000"]
+    # The same empty namespace as the running attach jail's client (no network).
+    client = [p for p in pids(uid=pwd.getpwnam(alice).pw_uid, live=True)
+              if exe_of(p) == "/usr/bin/tmux" and p != stub and descends_from(p, sup)
+              and fd_target(p, 0) and fd_target(p, 0).startswith("/dev/pts/")]
+    assert client, host.processes_of(alice)
+    assert os.readlink(f"/proc/{stub}/ns/net") == os.readlink(f"/proc/{client[0]}/ns/net")
+    t2 = attach(host, alice, "two", terms)
+    assert shell_ready(t2), t2.output()
+    # The prepared process is now the second connection's tmux client, on its pty.
+    assert exe_of(stub) == "/usr/bin/tmux"
+    assert fd_target(stub, 0) == os.readlink(f"/proc/{t2.proc.pid}/fd/0")
+    # And the next one waits.
+    assert wait_until(lambda: len(stubs_of(alice)) == 1 and stubs_of(alice)[0] != stub, 10), host.processes_of(alice)
+
+
+def test_the_prepared_jail_ends_with_stop(host, alice, terms):
+    t = attach(host, alice, "st", terms)
+    assert shell_ready(t), t.output()
+    assert wait_until(lambda: len(stubs_of(alice)) == 1, 10)
+    r = host.run_root([host.bin, "stop", "--user", alice])
+    assert r.returncode == 0, r.stderr
+    assert wait_until(lambda: stubs_of(alice) == [], 5), host.processes_of(alice)
+    assert host.wait_gone(alice)
+
+
+def test_an_attach_without_its_stub_fails_closed(host, alice, terms):
+    """The stub missing: no terminal, exit 3, one line naming it. Control:
+    with the stub back, the same attach gets its shell."""
+    os.rename(STUB_TARGET, STUB_TARGET + ".away")
+    try:
+        t = attach(host, alice, "nostub", terms)
+        assert wait_until(lambda: t.proc.poll() is not None, 10)
+        assert t.proc.returncode == 3
+        assert f"clihost-jail: the attach stub cannot open {STUB_TARGET}: No such file" in t.output(), t.output()
+    finally:
+        os.rename(STUB_TARGET + ".away", STUB_TARGET)
+    t = attach(host, alice, "nostub", terms)
+    assert shell_ready(t), t.output()
+
+
+def run_stub(messages, user="nobody", as_root=False):
+    """The stub with fd 8 a SOCK_SEQPACKET socket; `messages` a list of
+    (bytes, [fds]) sent before our end closes. Returns (status, stdout, stderr)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    uid = 0 if as_root else pwd.getpwnam(user).pw_uid
+
+    def child():
+        if not as_root:
+            os.setgroups([])
+            os.setgid(pwd.getpwnam(user).pw_gid)
+            os.setuid(uid)
+
+    # The socket as fd 8, then the stub in that process's place.
+    place = "import os, sys; os.dup2(int(sys.argv[1]), int(sys.argv[2])); os.execv(sys.argv[3], sys.argv[3:])"
+    p = subprocess.Popen([sys.executable, "-c", place, str(theirs.fileno()), str(ATTACH_FD), STUB_TARGET],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         pass_fds=(theirs.fileno(),), preexec_fn=child, env={})
+    theirs.close()
+    for data, fds in messages:
+        socket.send_fds(ours, [data], fds)
+    ours.close()
+    out, err = p.communicate(timeout=10)
+    return p.returncode, out, err
+
+
+def words(argv, env):
+    return b"".join(w.encode() + b"\0" for w in argv) + b"\0" + b"".join(e.encode() + b"\0" for e in env)
+
+
+def test_the_stub_execs_what_it_is_handed_on_the_terminal_it_is_handed():
+    r, w = os.pipe()
+    try:
+        status, _, err = run_stub([(words(["/bin/sh", "-c", "echo \"$X\"; echo to-stdout"], ["X=handed"]), [0, w])])
+        os.close(w)
+        w = -1
+        got = os.read(r, 4096)
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+    assert status == 0, err
+    assert got == b"handed\nto-stdout\n"
+
+
+@pytest.mark.parametrize("message,fds,why", [
+    (words(["/bin/true"], []), 1, "malformed connection"),
+    (words(["/bin/true"], []), 3, "malformed connection"),
+    (b"/bin/true\0", 2, "malformed command"),
+    (words(["true"], []), 2, "malformed command"),
+    (words(["/bin/true"], ["NOEQUALS"]), 2, "malformed environment"),
+    (b"/bin/true\0\0X=1", 2, "malformed connection"),
+])
+def test_the_stub_refuses_a_malformed_connection(message, fds, why):
+    null = os.open("/dev/null", os.O_RDWR)
+    try:
+        status, _, err = run_stub([(message, [null] * fds)])
+    finally:
+        os.close(null)
+    assert status == 127
+    assert err.decode() == f"clihost-jail-attach: {why}\n"
+
+
+def test_the_stub_without_a_connection_runs_nothing_and_never_runs_as_root():
+    status, _, err = run_stub([])
+    assert (status, err) == (0, b"")
+    null = os.open("/dev/null", os.O_RDWR)
+    try:
+        status, _, err = run_stub([(words(["/bin/true"], []), [null, null])], as_root=True)
+    finally:
+        os.close(null)
+    assert status == 127 and err == b"clihost-jail-attach: not to be run as root\n"
