@@ -530,7 +530,8 @@ private:
                 return refuse(attached.error());
             }
         }
-        log::audit("allow", audit_reason(std::string("one-off jail started by supervisor ") + std::to_string(::getpid()) + ", watcher " + std::to_string(pid.value()) +
+        log::audit("allow", audit_reason("one-off jail started by supervisor " + std::to_string(::getpid()) +
+                                             ", watcher " + std::to_string(pid.value()) +
                                              ", network " + std::string(jail_net_name(plan.value().net)) +
                                              (c_.start.policy.pam_session ? ", PAM session open" : ", no PAM session") +
                                              slirp,
@@ -575,8 +576,8 @@ private:
             c.watcher = prepared_.watcher;
             c.deadline = 0;
             prepared_ = Prepared{};
-            log::audit("allow", audit_reason("attach jail started by supervisor " + std::to_string(::getpid()) + ", watcher " +
-                                                 std::to_string(c.watcher) + ", network " +
+            log::audit("allow", audit_reason("attach jail started by supervisor " + std::to_string(::getpid()) +
+                                                 ", watcher " + std::to_string(c.watcher) + ", network " +
                                                  std::string(jail_net_name(plan.value().net)) +
                                                  (c_.start.policy.pam_session ? ", PAM session open" : ", no PAM session"),
                                              plan.value()));

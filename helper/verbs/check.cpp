@@ -168,7 +168,7 @@ int do_check(const Prepared& p, const StartState& start) {
     }
     // Every attach jail runs it (an attach without it fails closed).
     if (auto st = check_tenant_executable("the attach stub", std::string(kAttachStub)); !st)
-        problem("attach stub", st.error().message);
+        problem("attach stub", std::string(kAttachStub) + ": " + st.error().message);
     else line("attach stub", std::string(kAttachStub) + ": ok (root-owned, not writable by group/others)");
     line("user namespaces", p.probe.user_namespaces ? "yes" : "no (" + p.probe.trial_detail + ")");
     line("fresh procfs", p.probe.fresh_proc ? "yes" : "no (" + p.probe.trial_detail + ")");

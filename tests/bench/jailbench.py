@@ -907,10 +907,18 @@ def cmd_first(a):
 def session_jail_roles(supervisor):
     """The processes of one session jail by role: supervisor (root), watcher
     (the tenant, the helper's image), the two bwrap processes (monitor and
-    the sandbox's pid 1), and what runs inside (tmux server, shell)."""
-    roles = {"supervisor": [supervisor], "watcher": [], "bwrap": [], "inside": []}
+    the sandbox's pid 1), what runs inside (tmux server, shell), and the
+    attach jail prepared for the next connection, where the build has one
+    (its watcher, two bwrap, the attach stub: comm "clihost-jail-at")."""
+    roles = {"supervisor": [supervisor], "watcher": [], "bwrap": [], "inside": [], "prepared": []}
     m = ppid_map()
+    for w in [p for p in descendants(supervisor) if m.get(p) == supervisor]:
+        sub = [w] + descendants(w)
+        if any(comm(p) == "clihost-jail-at" for p in sub):
+            roles["prepared"] += sub
     for p in descendants(supervisor):
+        if p in roles["prepared"]:
+            continue
         if m.get(p) == supervisor and comm(p) == "clihost-jail":
             roles["watcher"].append(p)
         elif comm(p) == "bwrap":
@@ -965,10 +973,11 @@ def cmd_session_memory(a):
 
     out = {"m": a.m, "retried": RETRIED}
     for key, name in (("Pss_kib", "pss"), ("Uss_kib", "uss"), ("VmHWM_kib", "vmhwm")):
-        for role in ("supervisor", "watcher", "bwrap", "inside"):
+        for role in ("supervisor", "watcher", "bwrap", "inside", "prepared"):
             out[f"{role}_{name}_median"] = med([mem_sum(j[role], key) for j in jails])
-        # The jail's own cost: everything but what runs inside it.
-        out[f"jail_{name}_median"] = med([sum(mem_sum(j[r], key) for r in ("supervisor", "watcher", "bwrap"))
+        # The jail's own cost: everything but what runs inside it (the
+        # prepared attach jail included).
+        out[f"jail_{name}_median"] = med([sum(mem_sum(j[r], key) for r in ("supervisor", "watcher", "bwrap", "prepared"))
                                           for j in jails])
         out[f"attach_{name}_median"] = med([mem_sum(x, key) for x in attaches])
     out["jail_example"] = jails[0]
@@ -1268,9 +1277,13 @@ def cmd_report(a):
     print(f"  (for reference, D above: one-off jail running `true`, {m['D']:.2f} ms)")
     print(f"memory: {sjm['m']} idle session jails (one tmux session, a shell, nobody attached), median per jail")
     for role, name in (("supervisor", "supervisor (root)"), ("watcher", "watcher (tenant)"),
-                       ("bwrap", "bwrap monitor + sandbox pid 1"), ("jail", "= the session jail's own processes"),
+                       ("bwrap", "bwrap monitor + sandbox pid 1"),
+                       ("prepared", "attach jail prepared: watcher, bwrap x2, stub"),
+                       ("jail", "= the session jail's own processes"),
                        ("inside", "inside: tmux server + shell (reported apart)"),
                        ("attach", "per attach: bwrap x2 + tmux client, attached")):
+        if role + "_pss_median" not in sjm:
+            continue
         print(f"  {name:<46} Pss {mib(sjm[role + '_pss_median']):5.2f} MiB  USS {mib(sjm[role + '_uss_median']):5.2f} MiB"
               f"  (sum VmHWM {mib(sjm[role + '_vmhwm_median']):5.2f} MiB)")
     pm = rec["attach_mem"]["plain"]

@@ -346,7 +346,7 @@ log "helper: $BIN ($("$BIN" --version))"
 # The attach stub its attach jails run (a build with a prepared attach jail
 # names it in `check`), from beside the binary, installed where the build
 # looks for it unless a file is there already; removed on exit if placed here.
-STUB_PATH=$(run_helper "$WORK/nopam.conf" check 2>&1 | sed -n 's|^attach stub: \(/[^:]*\): .*|\1|p; s|^attach stub: the attach stub cannot open \(/[^:]*\): .*|\1|p' | head -n 1)
+STUB_PATH=$(run_helper "$WORK/nopam.conf" check 2>&1 | sed -n 's|^attach stub: \(FAIL: \)\{0,1\}\(/[^:]*\): .*|\2|p' | head -n 1 || true)
 if [[ -n $STUB_PATH && ! -e $STUB_PATH ]]; then
     [[ -x $(dirname "$BIN")/clihost-jail-attach ]] || die "the attach stub is not beside $BIN"
     install -D -m 0755 "$(dirname "$BIN")/clihost-jail-attach" "$STUB_PATH"; STUB_PLACED=$STUB_PATH
@@ -651,8 +651,27 @@ SJ_OPTS=(--bin "$BIN" --config "$WORK/pam.conf" --marker "$PROMPT")
 log "5. session jails, reconnect: ${SJ_ROUNDS} round(s) x ${SJ_RUNS} per variant, to the prompt on a new pty"
 # J0 (the floor) replays the attach jail's plan with the same seccomp program
 # (captured above); TERM as jailbench gives every connection.
+# A build with a prepared attach jail prints its bwrap running the attach
+# stub and, after it, what the stub execs: J0 is that jail started fresh
+# with the client as bwrap's command (its variables set by bwrap).
 ATTACH_PLAN=$(cd "$WORK" && env -i PATH=/usr/bin:/bin CLIHOST_JAIL_CONFIG="$WORK/pam.conf" TERM=xterm-256color \
-    "$BIN" print --user "$T1" --session bench | grep '^env -i ' | tail -n 1)
+    "$BIN" print --user "$T1" --session bench | "$PY" -c '
+import shlex, sys
+lines = sys.stdin.read().splitlines()
+bwrap = [l for l in lines if l.startswith("env -i ")][-1]
+handed = [l for l in lines if l.startswith("# then the stub, handed the terminal, execs: ")]
+if not handed:
+    print(bwrap)
+    sys.exit(0)
+words = shlex.split(bwrap)
+client = shlex.split(handed[-1].split(": ", 1)[1])[2:]
+at = next(i for i, w in enumerate(client) if w.startswith("/"))
+env, command = client[:at], client[at:]
+i = words.index("--clearenv") + 1
+sets = [x for e in env for x in ["--setenv", *e.split("=", 1)]]
+words = words[:2] + env + words[2:i] + sets + words[i:words.index("--") + 1] + command
+print(" ".join(shlex.quote(w) for w in words))
+')
 [[ -s $WORK/seccomp.bpf ]] || die "no seccomp program was captured for the attach jail's floor"
 # J is the production path: the setuid helper run by the caller (its policy:
 # PAM on, as pam.conf); the session jail itself is started by J's first

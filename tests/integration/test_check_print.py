@@ -14,6 +14,7 @@ def test_check_reports_a_startable_jail(host, alice):
         r = host.run_as(PROXY, [host.bin, "check", "--user", alice])
     assert r.returncode == 0, r.stdout + r.stderr
     for key in ["invocation: setuid", "config:", "bwrap: /usr/bin/bwrap: ok", "bubblewrap",
+                f"attach stub: {STUB_TARGET}: ok",
                 "user namespaces: yes", "fresh procfs: yes", "host /proc hidepid=invisible:",
                 f"tenant: {alice}: ok", "pam account: ok", "jail trial: ok", "jail shell: /usr/bin/bash: ok",
                 "routes around the jail: all closed", "result: a jail can start"]:
@@ -25,6 +26,21 @@ def test_check_fails_with_exit_3_when_bwrap_is_missing(host):
     r = host.run_root([host.bin, "check"], config=conf)
     assert r.returncode == 3
     assert "bwrap: FAIL" in r.stdout and "result: a jail cannot start" in r.stdout
+
+
+def test_check_fails_with_exit_3_when_the_attach_stub_is_missing(host):
+    """Every attach jail runs it: without it no attach can start. Control:
+    with it back, check says ok for it."""
+    os.rename(STUB_TARGET, STUB_TARGET + ".away")
+    try:
+        r = host.run_root([host.bin, "check"])
+    finally:
+        os.rename(STUB_TARGET + ".away", STUB_TARGET)
+    assert r.returncode == 3
+    assert f"attach stub: FAIL: {STUB_TARGET}: the attach stub cannot open {STUB_TARGET}: No such file" in r.stdout, r.stdout
+    assert "result: a jail cannot start" in r.stdout
+    r = host.run_root([host.bin, "check"])
+    assert f"attach stub: {STUB_TARGET}: ok" in r.stdout, r.stdout
 
 
 def test_check_refuses_an_invalid_tenant(host):
