@@ -19,6 +19,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <optional>
 
 #include "base/log.hpp"
 #include "decide/plan.hpp"
@@ -112,6 +113,8 @@ struct Prepared {
 
 // How long an attach jail may take to start bwrap.
 constexpr int kAttachStartSeconds = 10;
+// How long after an attach the next attach jail is started.
+constexpr std::chrono::milliseconds kPrepareDelay{50};
 
 // The tenant's owner.
 class Owner {
@@ -159,6 +162,13 @@ public:
                 else on_readable(*by[i].first, now);
             }
             on_deadlines(now);
+            if (prepare_at_ && std::chrono::steady_clock::now() >= *prepare_at_) {
+                prepare_at_.reset();
+                // None while no session jail runs (it ended meanwhile).
+                if (session_ > 0 && ending_at_ == 0)
+                    if (auto st = prepare_attach(); !st)
+                        log::audit("warn", "cannot prepare an attach jail: " + st.error().message);
+            }
             for (auto& c : conns_) check_query(*c);
             conns_.erase(std::remove_if(conns_.begin(), conns_.end(),
                                         [](const auto& c) { return !c->sock.valid() && c->watcher < 0 && !c->query; }),
@@ -190,8 +200,13 @@ private:
             const std::time_t left = next - std::time(nullptr);
             ms = left <= 0 ? 0 : static_cast<int>(left * 1000 + 50);
         }
-        // A query's deadline, to the millisecond.
+        // A query's deadline, and the next attach jail's start, to the millisecond.
         const auto now = std::chrono::steady_clock::now();
+        if (prepare_at_) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*prepare_at_ - now).count();
+            const int q = left <= 0 ? 0 : static_cast<int>(left) + 1;
+            if (ms < 0 || q < ms) ms = q;
+        }
         for (const auto& c : conns_) {
             if (!c->query || c->query->answered) continue;
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(c->query->deadline - now).count();
@@ -493,8 +508,9 @@ private:
         }
         if (attach) {
             if (auto st = hand_to_attach_jail(c, rq, fds); !st) return refuse(st.error());
-            // The next attach finds its jail ready.
-            if (auto st = prepare_attach(); !st) log::audit("warn", "cannot prepare an attach jail: " + st.error().message);
+            // The next attach finds its jail ready, started once this one's
+            // client has drawn its screen (not on the CPUs it needs for that).
+            prepare_at_ = std::chrono::steady_clock::now() + kPrepareDelay;
             return;
         }
         const Request r{JailAction::command, rq.session, rq.command, false};
@@ -688,6 +704,7 @@ private:
     OwnerEnd end_;
     std::vector<std::unique_ptr<Conn>> conns_;
     Prepared prepared_;
+    std::optional<std::chrono::steady_clock::time_point> prepare_at_;
 };
 
 }  // namespace

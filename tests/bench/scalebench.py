@@ -98,7 +98,8 @@ class Tenant:
         """Every process of this tenant by role: the front (what ttyd runs),
         the supervisor and what descends from it. A child of the supervisor
         that is the helper's image is a watcher: the session watcher if a tmux
-        server is below it, else the connection watcher (the attach)."""
+        server is below it, the prepared attach jail's if the attach stub
+        waits below it, else the connection watcher (the attach)."""
         out = {}
 
         def add(role, p):
@@ -127,7 +128,9 @@ class Tenant:
                     add("other", p)
                 continue
             session = any(n.startswith("tmux: server") for n in names.values())
-            kind = "session" if session else "attach"
+            # The attach jail prepared for the next connection: its stub waits.
+            prepared = any(n == "clihost-jail-at" for n in names.values())
+            kind = "session" if session else "prepared" if prepared else "attach"
             add(f"{kind} watcher", child)
             for p in sub[1:]:
                 n = names[p]
@@ -139,6 +142,8 @@ class Tenant:
                     add("tmux client", p)
                 elif kind == "session":
                     add("shell", p)   # what runs in the tmux session: the login shell
+                elif kind == "prepared":
+                    add("prepared stub", p)
                 else:
                     add("attach other", p)
         return out
