@@ -715,6 +715,10 @@ def ratio_summary(rounds, num, den):
             "round_min": round(min(per_round), 3), "round_max": round(max(per_round), 3)}
 
 
+# The pause after each reconnect run (cmd_reconnect).
+SETTLE_S = 0.15
+
+
 def interleaved(variants, rounds, runs, warmup, one):
     """Runs `one(variant)` warmup times each (untimed), then `rounds` rounds of
     `runs` per variant, interleaved ABBA so drift falls on every variant alike."""
@@ -807,6 +811,10 @@ def cmd_reconnect(a):
             else:
                 c, ms = connect(*(attach.get(v) or side[v]), marker, f"reconnect ({v})")
             c.hangup()
+            # What a connection leaves to do after it (the supervisor starts
+            # the next attach jail 50 ms after an attach) is done before the
+            # next run, whichever variant that is: none pays for another's.
+            time.sleep(SETTLE_S)
             return ms
 
         # Every J run must be a reconnect to the same session jail, never a
