@@ -2,6 +2,9 @@
 // socket directory, start bwrap through bwrap_exec, pass an isolated jail's
 // namespaces to its root parent, wait on bwrap, and report; it never acts
 // as root. What differs by kind is read from traits_of(kind).
+// Size: the one waiting process of every kind of jail, its steps in the
+// order a jail meets them (socket directory, bwrap's start, the network's
+// hand-off, an attach's connection, tmux's start, the end and its relay).
 #include "proc/watcher.hpp"
 
 #include <fcntl.h>

@@ -273,7 +273,12 @@ def test_the_socket_is_the_proxys_and_goes_away_with_the_terminal(host, alice, d
     dst = os.lstat(deployment.sockdir)
     assert (dst.st_uid, dst.st_mode & 0o7777) == (proxy.pw_uid, 0o700)
     # ttyd listens on no TCP port: no socket of the ttyd process is inet.
-    inodes = {os.readlink(f"/proc/{p.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{p.pid}/fd")}
+    def link(fd):
+        try:
+            return os.readlink(f"/proc/{p.pid}/fd/{fd}")
+        except FileNotFoundError:  # closed since the listing (ttyd's own start-up)
+            return ""
+    inodes = {link(fd) for fd in os.listdir(f"/proc/{p.pid}/fd")} - {""}
     tcp = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with open(table) as f:
