@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "base/fault.hpp"
+#include "base/fd_pass.hpp"
 #include "base/unique_fd.hpp"
 #include "decide/config.hpp"
 #include "version.hpp"
@@ -72,21 +73,8 @@ Result<UniqueFd> connect_endpoint(const SupervisorRecord& rec, bool& ending, boo
 }
 
 Status send_request(int sock, const HandoverRequest& req) {
-    const std::string msg = format_request(req);
     const int fds[3] = {0, 1, 2};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-    iovec iov{const_cast<char*>(msg.data()), msg.size()};
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof control;
-    cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof fds);
-    std::memcpy(CMSG_DATA(cm), fds, sizeof fds);
-    if (::sendmsg(sock, &mh, MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size()))
+    if (!send_with_fds(sock, format_request(req), fds))
         return fail(Exit::host, std::string("cannot hand over to the supervisor: ") + std::strerror(errno));
     return ok_status();
 }

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 
+#include "base/fd_pass.hpp"
 #include "base/log.hpp"
 #include "decide/plan.hpp"
 #include "decide/request.hpp"
@@ -81,20 +82,8 @@ bool send_reply(int sock, const Reply& r) { return send_message(sock, format_rep
 // An attach jail's connection, to its watcher (watcher.cpp:
 // await_connection): the client's words and the front's three descriptors.
 bool send_connection(int chan, const std::string& words, const std::vector<UniqueFd>& fds) {
-    alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))] = {};
-    iovec iov{const_cast<char*>(words.data()), words.size()};
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof control;
-    cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
     const int pass[3] = {fds[0].get(), fds[1].get(), fds[2].get()};
-    std::memcpy(CMSG_DATA(cm), pass, sizeof pass);
-    return ::sendmsg(chan, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(words.size());
+    return send_with_fds(chan, words, pass, MSG_DONTWAIT);
 }
 
 // The session name an attach jail is prepared with: any valid one (its
@@ -409,26 +398,10 @@ private:
     }
 
     void handshake(Conn& c) {
-        std::string msg(kMaxRequestBytes + 1, '\0');
-        alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))];
-        iovec iov{msg.data(), msg.size()};
-        msghdr mh{};
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = control;
-        mh.msg_controllen = sizeof control;
-        const ssize_t n = ::recvmsg(c.sock.get(), &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-        std::vector<UniqueFd> fds;
-        for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
-            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
-            const std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (std::size_t i = 0; i < count; ++i) {
-                int fd = -1;
-                std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-                fds.emplace_back(fd);
-            }
-        }
+        Received got = receive_with_fds(c.sock.get(), kMaxRequestBytes, MSG_DONTWAIT);
+        if (got.n < 0 && got.error == EAGAIN) return;
+        const ssize_t n = got.n;
+        const std::vector<UniqueFd>& fds = got.fds;
         // Only a query (list, kill) leaves a supervisor started for a
         // one-off waiting for that one-off's connection
         // (kFirstConnectionSeconds); a front that went away or was refused
@@ -438,14 +411,14 @@ private:
             c.sock.reset();
             return;
         }
-        msg.resize(static_cast<std::size_t>(n));
+        const std::string& msg = got.data;
         auto refuse = [&](const Error& e) {
             idle_until_ = 0;
             log::audit(e.code == Exit::refused ? "deny" : "fail", e.message);
             (void)send_reply(c.sock.get(), Reply{ReplyKind::fail, static_cast<int>(e.code), e.message});
             c.sock.reset();
         };
-        if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) return refuse(fail(Exit::refused, "malformed request: too long"));
+        if (got.truncated) return refuse(fail(Exit::refused, "malformed request: too long"));
         auto req = parse_request(msg);
         if (!req) {
             if (req.error().code == Exit::host)

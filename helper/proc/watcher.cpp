@@ -24,6 +24,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "base/fd_pass.hpp"
 #include "base/unique_fd.hpp"
 #include "decide/tenant_output.hpp"
 #include "priv/privdrop.hpp"
@@ -165,45 +166,14 @@ bool await_connection(int conn_fd, int stub_fd, pid_t bwrap) {
     // A connection sent before bwrap ended still goes in (its front then
     // hears why the jail ended); bwrap's end alone: none comes.
     if ((p[0].revents & (POLLIN | POLLHUP)) == 0) return false;
-    std::string msg(kMaxHandedBytes + 1, '\0');
-    alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))];
-    iovec iov{msg.data(), msg.size()};
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof control;
-    ssize_t n;
-    while ((n = ::recvmsg(conn_fd, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {}
-    std::vector<UniqueFd> fds;
-    for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); n > 0 && cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
-        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
-        const std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (std::size_t i = 0; i < count; ++i) {
-            int fd = -1;
-            std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-            fds.emplace_back(fd);
-        }
-    }
-    if (n <= 0 || fds.size() != 3 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) return false;
-    if (::dup2(fds[2].get(), 2) != 2) return false;
+    Received got = receive_with_fds(conn_fd, kMaxHandedBytes);
+    if (got.n <= 0 || got.fds.size() != 3 || got.truncated) return false;
+    if (::dup2(got.fds[2].get(), 2) != 2) return false;
     // The stub takes the terminal as its stdin and stdout (its stderr is
     // our capture); a stub already gone (bwrap failed) reads nothing, and
     // its status and bwrap's message tell the front why.
-    alignas(cmsghdr) char out[CMSG_SPACE(2 * sizeof(int))] = {};
-    iovec oiov{msg.data(), static_cast<std::size_t>(n)};
-    msghdr omh{};
-    omh.msg_iov = &oiov;
-    omh.msg_iovlen = 1;
-    omh.msg_control = out;
-    omh.msg_controllen = sizeof out;
-    cmsghdr* cm = CMSG_FIRSTHDR(&omh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
-    const int pass[2] = {fds[0].get(), fds[1].get()};
-    std::memcpy(CMSG_DATA(cm), pass, sizeof pass);
-    (void)::sendmsg(stub_fd, &omh, MSG_NOSIGNAL);
+    const int pass[2] = {got.fds[0].get(), got.fds[1].get()};
+    (void)send_with_fds(stub_fd, got.data, pass);
     return true;
 }
 

@@ -1,5 +1,5 @@
 // attach_stub.cpp: clihost-jail-attach, the command of every attach jail.
-// A program of its own (libc only, no setuid bit), run by bwrap inside the
+// A program of its own (libc and base/fd_pass only, no setuid bit), run by bwrap inside the
 // jail as the tenant, with no capabilities and no_new_privs. Its jail is
 // started before its connection (docs/ARCHITECTURE.md, "Process model"):
 // it waits on kConnFd for one message from its watcher, which carries the
@@ -8,7 +8,6 @@
 // watcher's capture already). It makes them its stdin and stdout and execs
 // the client. End of file (no connection came: the jail is being ended):
 // exit 0. Anything malformed: one line on stderr and exit 127, nothing run.
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,11 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "base/fd_pass.hpp"
+
 namespace {
 
 constexpr int kConnFd = 8;  // plan.hpp: kAttachFd
 constexpr std::size_t kMaxMessage = 65536;
-constexpr int kFds = 2;
+constexpr std::size_t kFds = 2;
 
 int refuse(const char* why) {
     const std::string line = std::string("clihost-jail-attach: ") + why + "\n";
@@ -34,30 +35,11 @@ int main() {
     // Never privileged: the jail runs it as the tenant, and a setuid copy
     // or a root caller is not what it is for.
     if (::getuid() == 0 || ::geteuid() == 0) return refuse("not to be run as root");
-    std::string msg(kMaxMessage + 1, '\0');
-    alignas(cmsghdr) char control[CMSG_SPACE(kFds * sizeof(int))];
-    iovec iov{msg.data(), msg.size()};
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof control;
-    ssize_t n;
-    while ((n = ::recvmsg(kConnFd, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {}
-    if (n == 0) return 0;  // no connection came
-    if (n < 0) return refuse("cannot read the connection");
-    std::vector<int> fds;
-    for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
-        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
-        const std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (std::size_t i = 0; i < count; ++i) {
-            int fd = -1;
-            std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-            fds.push_back(fd);
-        }
-    }
-    if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 || fds.size() != kFds) return refuse("malformed connection");
-    msg.resize(static_cast<std::size_t>(n));
+    clihost::Received got = clihost::receive_with_fds(kConnFd, kMaxMessage);
+    if (got.n == 0) return 0;  // no connection came
+    if (got.n < 0) return refuse("cannot read the connection");
+    if (got.truncated || got.fds.size() != kFds) return refuse("malformed connection");
+    const std::string& msg = got.data;
     if (msg.empty() || msg.back() != '\0') return refuse("malformed connection");
     // The words, each NUL-terminated: the argv, an empty word, the environment.
     std::vector<std::string> argv, env;
@@ -72,8 +54,8 @@ int main() {
         else env.push_back(std::move(word));
     }
     if (!in_env || argv.empty() || argv[0].empty() || argv[0][0] != '/') return refuse("malformed command");
-    for (int i = 0; i < kFds; ++i)
-        if (::dup2(fds[static_cast<std::size_t>(i)], i) != i) return refuse("cannot take the terminal");
+    for (std::size_t i = 0; i < kFds; ++i)
+        if (::dup2(got.fds[i].get(), static_cast<int>(i)) != static_cast<int>(i)) return refuse("cannot take the terminal");
     // Nothing else of ours reaches the client: the received copies and the
     // channel are close-on-exec (MSG_CMSG_CLOEXEC; the channel closed here).
     (void)::close(kConnFd);
