@@ -1,13 +1,14 @@
 // attach_stub.cpp: clihost-jail-attach, the command of every attach jail.
-// A program of its own (libc and base/fd_pass only, no setuid bit), run by bwrap inside the
-// jail as the tenant, with no capabilities and no_new_privs. Its jail is
-// started before its connection (docs/ARCHITECTURE.md, "Process model"):
-// it waits on kConnFd for one message from its watcher, which carries the
-// tmux client's argv, an empty word, the client's environment, and two
-// descriptors (the caller's terminal, as stdin and stdout; stderr is the
-// watcher's capture already). It makes them its stdin and stdout and execs
-// the client. End of file (no connection came: the jail is being ended):
-// exit 0. Anything malformed: one line on stderr and exit 127, nothing run.
+// A program of its own (libc and base/fd_pass only, no setuid bit), run by
+// bwrap inside the jail as the tenant, with no capabilities and
+// no_new_privs. Its jail is started before its connection
+// (docs/ARCHITECTURE.md, "Process model"): it waits on kConnFd for one
+// message from its watcher, which carries the tmux client's argv, an empty
+// word, the client's environment, and two descriptors (the caller's
+// terminal, as stdin and stdout; stderr is the watcher's capture already).
+// It makes them its stdin and stdout and execs the client. End of file (no
+// connection came: the jail is being ended): exit 0. Anything malformed:
+// one line on stderr and exit 127, nothing run.
 #include <unistd.h>
 
 #include <cerrno>
