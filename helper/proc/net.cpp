@@ -24,6 +24,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "base/fd_pass.hpp"
 #include "priv/privdrop.hpp"
 #include "host/trusted_path.hpp"
 #include "host/accounts.hpp"
@@ -155,24 +156,6 @@ std::string slirp_message(int memfd) {
 
 bool is_namespace(int fd, int type) { return ::ioctl(fd, NS_GET_NSTYPE) == type; }
 
-// One message of the network channel: one byte, room for two descriptors
-// (the jail's network namespace and its owning user namespace).
-struct FdMessage {
-    char byte{0};
-    iovec iov{};
-    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
-    msghdr msg{};
-    explicit FdMessage(char b) : byte(b) {
-        iov = {&byte, 1};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-    }
-    FdMessage(const FdMessage&) = delete;
-    FdMessage& operator=(const FdMessage&) = delete;
-};
-
 // A socket of the jail's network namespace, for asking about its devices:
 // this (root, single-threaded) process enters the namespace for the one
 // socket() call and returns at once. Nothing else is done in there.
@@ -298,15 +281,9 @@ Status send_namespaces(int chan, pid_t jail_child, int seconds, int bwrap_pidfd)
     if (!netns.valid()) return fail(Exit::internal, "cannot open the jail's network namespace");
     const UniqueFd userns(::ioctl(netns.get(), NS_GET_USERNS));
     if (!userns.valid()) return fail(Exit::internal, "cannot find the user namespace of the jail's network");
-    FdMessage m('n');
-    msghdr& msg = m.msg;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    // One byte, with the jail's network namespace and its owning user namespace.
     const int fds[2] = {netns.get(), userns.get()};
-    std::memcpy(CMSG_DATA(c), fds, sizeof fds);
-    if (::sendmsg(chan, &msg, MSG_NOSIGNAL) != 1) return fail(Exit::internal, "cannot pass the jail's namespaces on");
+    if (!send_with_fds(chan, "n", fds)) return fail(Exit::internal, "cannot pass the jail's namespaces on");
     // The go-ahead, or bwrap's end (it failed during its setup: its own
     // status says why), whichever comes first.
     pollfd p[2] = {{chan, POLLIN, 0}, {bwrap_pidfd, POLLIN, 0}};
@@ -324,16 +301,9 @@ Result<UserNet> attach_user_net(int chan, const TenantCreds& net, int seconds) {
     int r;
     while ((r = ::poll(&p, 1, seconds * 1000)) < 0 && errno == EINTR) {}
     if (r != 1) return fail(Exit::host, "the jail did not start within " + std::to_string(seconds) + " s");
-    FdMessage m(0);
-    msghdr& msg = m.msg;
-    const ssize_t n = ::recvmsg(chan, &msg, MSG_CMSG_CLOEXEC);
-    const cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&msg) : nullptr;
-    if (c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-        c->cmsg_len != CMSG_LEN(2 * sizeof(int)) || (msg.msg_flags & MSG_CTRUNC) != 0)
-        return fail(Exit::host, std::string(kJailEndedEarly));
-    int fds[2];
-    std::memcpy(fds, CMSG_DATA(c), sizeof fds);
-    const UniqueFd netns(fds[0]), userns(fds[1]);
+    Received m = receive_with_fds(chan, 1);
+    if (m.n != 1 || m.truncated || m.data != "n" || m.fds.size() != 2) return fail(Exit::host, std::string(kJailEndedEarly));
+    const UniqueFd netns(std::move(m.fds[0])), userns(std::move(m.fds[1]));
     // Only namespaces are handed on, of the kinds expected.
     if (!is_namespace(netns.get(), CLONE_NEWNET) || !is_namespace(userns.get(), CLONE_NEWUSER))
         return fail(Exit::internal, "the jail's watcher passed something other than its namespaces");
