@@ -158,9 +158,9 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
         // An attach jail's failure goes to its supervisor on the connection
         // channel (its stdio is /dev/null until a connection comes).
         int report_fd = s.conn.watchers_end;
-        auto quit = [&](const Error& e) {
+        auto fail_start = [&](const Error& e) {
             if (report_fd >= 0) write_report(report_fd, e);
-            clihost::quit(e);
+            quit(e);
         };
         if (s.net.parents_end >= 0) ::close(s.net.parents_end);                                                // 1
         if (s.conn.parents_end >= 0) ::close(s.conn.parents_end);
@@ -170,11 +170,11 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
             if (::setsid() < 0) quit_silently();
         }
         if (s.tenant_netns >= 0 && (fault::fail("setns") || ::setns(s.tenant_netns, CLONE_NEWNET) != 0))      // 3
-            quit(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") + std::strerror(errno)));
+            fail_start(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") + std::strerror(errno)));
         if (tenant.limits != nullptr && !apply_rlimits(*tenant.limits))                                        // 4
-            quit(fail(Exit::internal, "cannot set the tenant's limits"));
+            fail_start(fail(Exit::internal, "cannot set the tenant's limits"));
         if (tenant.place != nullptr)                                                                           // 5
-            if (auto st = tenant.place->apply(); !st) quit(st.error());
+            if (auto st = tenant.place->apply(); !st) fail_start(st.error());
         // The network channel, or an attach jail's connection channel (an
         // attach jail has no network of its own): fd 3.
         int net_fd = s.net.watchers_end;
