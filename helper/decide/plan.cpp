@@ -320,17 +320,29 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidR
     return plan;
 }
 
-std::string handed_words(const Plan& plan) {
+namespace {
+
+std::string words_of(const std::vector<std::string>& command, const std::vector<std::string>& env) {
     std::string out;
-    for (const auto* words : {&plan.handed_command, &plan.handed_env}) {
+    for (const auto* words : {&command, &env}) {
         for (const auto& w : *words) {
             if (w.empty() || w.find('\0') != std::string::npos) return {};
             out.append(w).push_back('\0');
         }
-        if (words == &plan.handed_command) out.push_back('\0');
+        if (words == &command) out.push_back('\0');
     }
-    if (plan.handed_command.empty() || out.size() > kMaxHandedBytes) return {};
+    if (command.empty() || out.size() > kMaxHandedBytes) return {};
     return out;
+}
+
+}  // namespace
+
+std::string handed_words(const Plan& plan) { return words_of(plan.handed_command, plan.handed_env); }
+
+std::string query_words(const Plan& plan) {
+    if (plan.action != JailAction::list_sessions && plan.action != JailAction::kill_session) return {};
+    const std::string words = words_of(plan.command, plan.env);
+    return words.empty() ? words : std::string(kQueryWord) + words;
 }
 
 std::string audit_reason(std::string what, const Plan& plan) {

@@ -133,6 +133,14 @@ struct Plan {
 inline constexpr std::size_t kMaxHandedBytes = std::size_t{64} * 1024;
 std::string handed_words(const Plan& plan);
 
+// A query (list, kill) asked of a waiting attach jail's stub (query.hpp):
+// kQueryWord, then the query plan's command and env as handed_words lays
+// them out (empty when they would not be handed). The stub answers
+// "exit N" once its client has ended, in at most kMaxStubAnswer bytes.
+inline constexpr std::string_view kQueryWord{"query\0", 6};
+inline constexpr std::size_t kMaxStubAnswer = 16;
+std::string query_words(const Plan& plan);
+
 // extra_env values must look like a terminal type or locale: no '/', no
 // spaces, no control characters (a TERM or LANG with '/' is a path
 // traversal into terminfo or locale files).

@@ -97,6 +97,7 @@ struct Prepared {
     UniqueFd chan;
     bool joins_netns{false};
     bool ready{false};  // its watcher said "ok" (bwrap started) on `chan`
+    bool asked{false};  // a query asked of it has not been answered
     std::vector<std::string> argv;
 };
 
@@ -135,7 +136,7 @@ public:
                     by.emplace_back(c.get(), -1);
                     continue;
                 }
-                for (const UniqueFd* fd : {&q->out, &q->err}) {
+                for (const UniqueFd* fd : {&q->out, &q->err, &q->answer}) {
                     p.push_back({fd->valid() ? fd->get() : -1, POLLIN, 0});
                     by.emplace_back(c.get(), fd->get());
                 }
@@ -147,7 +148,7 @@ public:
             if (r > 0 && (p[1].revents & POLLIN) != 0) on_accept(now);
             for (std::size_t i = 0; r > 0 && i < by.size(); ++i) {
                 if (p[i + 2].fd < 0 || p[i + 2].revents == 0) continue;
-                if (by[i].second >= 0) read_query_output(*by[i].first->query, by[i].second);
+                if (by[i].second >= 0) on_query_readable(*by[i].first->query, by[i].second);
                 else on_readable(*by[i].first, now);
             }
             on_deadlines(now);
@@ -205,13 +206,32 @@ private:
         return ms;
     }
 
-    // A query, once its jail has ended (or at its deadline: SIGKILLed, "no
-    // answer"), answers its front; the jail is forgotten once reaped.
+    void on_query_readable(RunningQuery& q, int fd) {
+        if (!q.answer.valid() || fd != q.answer.get()) return read_query_output(q, fd);
+        read_query_status(q);
+        if (q.reaped && q.asked_of == prepared_.watcher) prepared_.asked = false;
+    }
+
+    // A query, once its jail has ended, or the waiting jail it was asked
+    // of has answered (or at its deadline: "no answer"; a query jail is
+    // SIGKILLed, a waiting jail still waiting is ended), answers its
+    // front; the jail is forgotten once reaped.
     void check_query(Conn& c) {
         if (!c.query) return;
         RunningQuery& q = *c.query;
         if (!q.answered && (query_ready(q) || std::chrono::steady_clock::now() >= q.deadline)) {
-            if (!q.reaped) ::kill(q.watcher, SIGKILL);
+            if (!q.reaped && q.watcher > 0) ::kill(q.watcher, SIGKILL);
+            if (!q.reaped && q.asked_of > 0) {
+                // Its client hangs (a tenant's tmux that does not answer):
+                // the jail is of no more use. Handed to an attach meanwhile,
+                // its watcher goes on once our copy is closed.
+                if (q.asked_of == prepared_.watcher) {
+                    forget_prepared();
+                    prepare_at_ = std::chrono::steady_clock::now() + kPrepareDelay;
+                }
+                q.answer.reset();
+                q.reaped = true;
+            }
             answer(c, query_ready(q) ? query_answer(q) : QueryAnswer{});
             q.out.reset();
             q.err.reset();
@@ -242,10 +262,11 @@ private:
             if (pid == session_net_.pid) session_net_.pid = -1;
             // A prepared attach jail that ended before its connection (its
             // session jail was ending, or bwrap failed): the next attach
-            // prepares another.
+            // prepares another. (It runs no client before its connection,
+            // so it cannot have found the server gone.)
             if (pid == prepared_.watcher) {
                 const int code = exit_status_of(st);
-                if (code != kNoConnectionStatus && code != kNoServerStatus)
+                if (code != kNoConnectionStatus)
                     log::audit("warn", "an attach jail ended before its connection, status " + std::to_string(code));
                 prepared_ = Prepared{};
                 continue;
@@ -608,14 +629,45 @@ private:
     // it is reaped as any child.
     void forget_prepared() { prepared_ = Prepared{}; }
 
-    // list, kill: asked of the session jail's tmux by a query jail of ours
-    // (query.hpp), answered when it ends. A supervisor with no session jail
-    // (only one-off jails) has no tmux to ask: no session, nothing to kill.
+    // The waiting attach jail, if one has started (its watcher's report,
+    // read here once it has come, without waiting) and answers no query.
+    bool waiting_jail_free() {
+        if (prepared_.watcher <= 0 || prepared_.asked || ending_at_ != 0) return false;
+        if (prepared_.ready) return true;
+        pollfd p{prepared_.chan.get(), POLLIN, 0};
+        if (::poll(&p, 1, 0) != 1) return false;
+        if (auto up = read_report(prepared_.chan.get(), 1, "the attach jail"); !up) {
+            log::audit("warn", "an attach jail did not start: " + up.error().message);
+            forget_prepared();
+            return false;
+        }
+        prepared_.ready = true;
+        return true;
+    }
+
+    // list, kill: asked of the session jail's tmux by a tmux client in a
+    // jail of ours (query.hpp): the waiting attach jail's, when one has
+    // started and answers no other query, else a query jail's; answered
+    // when the client has ended. A supervisor with no session jail (only
+    // one-off jails) has no tmux to ask: no session, nothing to kill.
     void query(Conn& c, const HandoverRequest& rq) {
         if (session_ < 0) {
             QueryAnswer a;
             a.kind = rq.kind == HandoverKind::list ? QueryAnswer::Kind::sessions : QueryAnswer::Kind::no_session_jail;
             return answer(c, a);
+        }
+        if (waiting_jail_free()) {
+            auto asked = ask_waiting_jail(c_, rq.kind, rq.session, prepared_.chan.get(), prepared_.watcher);
+            if (asked) {
+                asked.value().asked_of = prepared_.watcher;
+                prepared_.asked = true;
+                c.query = std::make_unique<RunningQuery>(std::move(asked).value());
+                c.deadline = 0;
+                return;
+            }
+            // Not asked (its watcher gone, say): a query jail answers.
+            log::audit("warn", asked.error().message);
+            forget_prepared();
         }
         auto q = start_query(c_, rq.kind, rq.session);
         if (!q) {
@@ -644,7 +696,7 @@ private:
             if (session_ > 0) ::kill(session_, SIGKILL);
             for (auto& c : conns_) {
                 if (c->watcher > 0) ::kill(c->watcher, SIGKILL);
-                if (c->query && !c->query->reaped) ::kill(c->query->watcher, SIGKILL);
+                if (c->query && !c->query->reaped && c->query->watcher > 0) ::kill(c->query->watcher, SIGKILL);
             }
             kill_remaining_children();
             ending_at_ = now + 3;

@@ -2,10 +2,12 @@
 #include "proc/query.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 
+#include "base/fd_pass.hpp"
 #include "base/log.hpp"
 #include "decide/plan.hpp"
 #include "proc/jail_start.hpp"
@@ -29,13 +31,24 @@ bool query_pipe(UniqueFd& read_end, UniqueFd& write_end) {
 
 }  // namespace
 
-Result<RunningQuery> start_query(const OwnerContext& ctx, HandoverKind kind, const std::string& session) {
+namespace {
+
+// The query's plan: the session jail's environment (its first caller's
+// extra_env values, PAM's), so that its tmux client speaks as its tmux
+// server was started.
+Result<Plan> query_plan(const OwnerContext& ctx, HandoverKind kind, const std::string& session) {
     if (!is_query(kind)) return fail(Exit::internal, "a query jail lists or kills");
     const bool list = kind == HandoverKind::list;
     const Request req{list ? JailAction::list_sessions : JailAction::kill_session, list ? "" : session, {}};
-    // The session jail's environment (its first caller's extra_env values,
-    // PAM's): its tmux client speaks as its tmux server was started.
-    auto plan = build_plan(ctx.start.policy, ctx.start.tenant, req, ctx.start.probe, ctx.start.caller_env, ctx.pam_env);
+    return build_plan(ctx.start.policy, ctx.start.tenant, req, ctx.start.probe, ctx.start.caller_env, ctx.pam_env);
+}
+
+const char* kind_name(HandoverKind kind) { return kind == HandoverKind::list ? "list" : "kill"; }
+
+}  // namespace
+
+Result<RunningQuery> start_query(const OwnerContext& ctx, HandoverKind kind, const std::string& session) {
+    auto plan = query_plan(ctx, kind, session);
     if (!plan) return plan.error();
     const UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     RunningQuery q;
@@ -49,10 +62,52 @@ Result<RunningQuery> start_query(const OwnerContext& ctx, HandoverKind kind, con
     if (!pid) return pid.error();
     q.watcher = pid.value();
     q.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTenantQueryDeadlineMs);
-    log::audit("allow", audit_reason(std::string("query jail (") + (list ? "list" : "kill") + ") started by supervisor " +
+    log::audit("allow", audit_reason(std::string("query jail (") + kind_name(kind) + ") started by supervisor " +
                                          std::to_string(::getpid()) + ", watcher " + std::to_string(q.watcher),
                                      plan.value()));
     return q;
+}
+
+Result<RunningQuery> ask_waiting_jail(const OwnerContext& ctx, HandoverKind kind, const std::string& session,
+                                      int chan, pid_t watcher) {
+    auto plan = query_plan(ctx, kind, session);
+    if (!plan) return plan.error();
+    const std::string words = query_words(plan.value());
+    if (words.empty()) return fail(Exit::internal, "the query's command does not fit the waiting jail");
+    RunningQuery q;
+    q.kind = kind;
+    UniqueFd out_w, err_w;
+    if (!query_pipe(q.out, out_w) || !query_pipe(q.err, err_w))
+        return fail(Exit::internal, "cannot make a query's pipes");
+    q.answer.reset(::fcntl(chan, F_DUPFD_CLOEXEC, 3));
+    if (!q.answer.valid()) return fail(Exit::internal, "cannot keep the waiting jail's channel");
+    const int pass[2] = {out_w.get(), err_w.get()};
+    if (!send_with_fds(chan, words, pass, MSG_DONTWAIT)) return fail(Exit::internal, "cannot ask the waiting jail");
+    q.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTenantQueryDeadlineMs);
+    log::audit("allow", audit_reason(std::string("query (") + kind_name(kind) + ") asked of the waiting attach jail " +
+                                         "by supervisor " + std::to_string(::getpid()) + ", watcher " +
+                                         std::to_string(watcher),
+                                     plan.value()));
+    return q;
+}
+
+void read_query_status(RunningQuery& q) {
+    Received said = receive_with_fds(q.answer.get(), kMaxStubAnswer, MSG_DONTWAIT);
+    if (said.n < 0 && (said.error == EAGAIN || said.error == EWOULDBLOCK)) return;
+    q.answer.reset();
+    q.reaped = true;
+    q.status = -1;
+    // "exit N", N 0 to 255; anything else (the jail ended, or its stub
+    // said something else) is no answer.
+    const std::string& s = said.data;
+    if (said.n <= 0 || said.truncated || !said.fds.empty() || s.size() < 6 || s.size() > 8 || s.rfind("exit ", 0) != 0)
+        return;
+    int code = 0;
+    for (std::size_t i = 5; i < s.size(); ++i) {
+        if (s[i] < '0' || s[i] > '9') return;
+        code = code * 10 + (s[i] - '0');
+    }
+    if (code <= 255) q.status = code << 8;
 }
 
 void read_query_output(RunningQuery& q, int fd) {

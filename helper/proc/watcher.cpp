@@ -151,30 +151,66 @@ pid_t read_child_pid(int info_fd) {
     return pid > 1 ? static_cast<pid_t>(pid) : 0;
 }
 
+// The stub's answer to a query ("exit N"), to the supervisor: false if
+// the stub ended instead (its jail is then ending).
+bool relay_answer(int stub_fd, int conn_fd) {
+    Received said = receive_with_fds(stub_fd, kMaxStubAnswer);
+    if (said.n <= 0 || said.truncated || !said.fds.empty()) return false;
+    (void)send_with_fds(conn_fd, said.data, {}, MSG_DONTWAIT);
+    return true;
+}
+
 // An attach jail's connection: what its supervisor sends once a front has
 // handed a terminal over (owner.cpp: the tmux client's words and three
 // descriptors). What it waits for: that message, or bwrap's end, or the
-// supervisor's (end of file: no connection comes). With a connection, the
-// front's stderr becomes ours (the relay of the jail's stderr goes there),
-// and the words and the terminal go to the stub. Returns whether a
+// supervisor's (end of file: no connection comes). Meanwhile the
+// supervisor may ask a query (query.hpp: one at a time, its words and two
+// descriptors), which goes to the stub, and the stub's answer back. With a
+// connection, the front's stderr becomes ours (the relay of the jail's
+// stderr goes there), and the words and the terminal go to the stub; the
+// answer to a query asked before is still relayed. Returns whether a
 // connection came.
 bool await_connection(int conn_fd, int stub_fd, pid_t bwrap) {
     const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, bwrap, 0)));
-    pollfd p[2] = {{conn_fd, POLLIN, 0}, {pidfd.get(), POLLIN, 0}};
-    while (::poll(p, pidfd.valid() ? 2 : 1, -1) < 0)
-        if (errno != EINTR) return false;
-    // A connection sent before bwrap ended still goes in (its front then
-    // hears why the jail ended); bwrap's end alone: none comes.
-    if ((p[0].revents & (POLLIN | POLLHUP)) == 0) return false;
-    Received got = receive_with_fds(conn_fd, kMaxHandedBytes);
-    if (got.n <= 0 || got.fds.size() != 3 || got.truncated) return false;
-    if (::dup2(got.fds[2].get(), 2) != 2) return false;
-    // The stub takes the terminal as its stdin and stdout (its stderr is
-    // our capture); a stub already gone (bwrap failed) reads nothing, and
-    // its status and bwrap's message tell the front why.
-    const int pass[2] = {got.fds[0].get(), got.fds[1].get()};
-    (void)send_with_fds(stub_fd, got.data, pass);
-    return true;
+    bool asked = false;  // a query went to the stub, and its answer has not come back
+    while (true) {
+        pollfd p[3] = {{conn_fd, POLLIN, 0}, {stub_fd, POLLIN, 0}, {pidfd.get(), POLLIN, 0}};
+        while (::poll(p, pidfd.valid() ? 3 : 2, -1) < 0)
+            if (errno != EINTR) return false;
+        if (p[1].revents != 0) {
+            if (!asked || !relay_answer(stub_fd, conn_fd)) return false;
+            asked = false;
+            continue;
+        }
+        // A connection sent before bwrap ended still goes in (its front then
+        // hears why the jail ended); bwrap's end alone: none comes.
+        if ((p[0].revents & (POLLIN | POLLHUP)) == 0) return false;
+        Received got = receive_with_fds(conn_fd, kMaxHandedBytes + kQueryWord.size());
+        if (got.n <= 0 || got.truncated) return false;
+        if (std::string_view(got.data).substr(0, kQueryWord.size()) == kQueryWord) {
+            if (asked || got.fds.size() != 2) return false;
+            const int pass[2] = {got.fds[0].get(), got.fds[1].get()};
+            if (!send_with_fds(stub_fd, got.data, pass)) return false;
+            asked = true;
+            continue;
+        }
+        if (got.fds.size() != 3) return false;
+        if (::dup2(got.fds[2].get(), 2) != 2) return false;
+        // The stub takes the terminal as its stdin and stdout (its stderr is
+        // our capture); a stub already gone (bwrap failed) reads nothing, and
+        // its status and bwrap's message tell the front why.
+        const int pass[2] = {got.fds[0].get(), got.fds[1].get()};
+        (void)send_with_fds(stub_fd, got.data, pass);
+        if (asked) {
+            // The stub answers the query before it reads the connection; the
+            // supervisor stops waiting for that answer at its deadline.
+            pollfd q[3] = {{stub_fd, POLLIN, 0}, {conn_fd, POLLIN, 0}, {pidfd.get(), POLLIN, 0}};
+            int r;
+            while ((r = ::poll(q, pidfd.valid() ? 3 : 2, -1)) < 0 && errno == EINTR) {}
+            if (r > 0 && q[0].revents != 0) (void)relay_answer(stub_fd, conn_fd);
+        }
+        return true;
+    }
 }
 
 // The jail's resolv.conf, as bwrap --ro-bind-data reads it (from offset 0).

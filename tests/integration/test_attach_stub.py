@@ -2,17 +2,20 @@
 its supervisor keeps one attach jail started ahead of the next connection,
 whose command is the attach stub (clihost-jail-attach), waiting on fd 8.
 A connection's terminal, client words and environment go to it; the stub
-execs the tmux client in the same process. The stub itself takes only a
-well-formed connection, and never runs as root."""
+execs the tmux client in the same process. While it waits, it answers the
+tenant's queries (list, kill) with a tmux client of its own child, so that
+a query starts no jail. The stub itself takes only a well-formed connection
+or query, and never runs as root."""
 import os
 import pwd
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
-from conftest import STUB_TARGET, pids, proc_exe, proc_status, wait_until
+from conftest import PROXY, STUB_TARGET, log_lines, pids, proc_exe, proc_status, wait_until
 from ownerutil import supervisor_pid
 from ptyutil import attach, shell_ready
 
@@ -107,9 +110,11 @@ def test_an_attach_without_its_stub_fails_closed(host, alice, terms):
     assert shell_ready(t), t.output()
 
 
-def run_stub(messages, user="nobody", as_root=False):
+def run_stub(messages, user="nobody", as_root=False, answers=None):
     """The stub with fd 8 a SOCK_SEQPACKET socket; `messages` a list of
-    (bytes, [fds]) sent before our end closes. Returns (status, stdout, stderr)."""
+    (bytes, [fds]) sent before our end closes; with a list `answers`, as
+    many messages as it holds items are read from the stub into it first.
+    Returns (status, stdout, stderr)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     uid = 0 if as_root else pwd.getpwnam(user).pw_uid
 
@@ -127,6 +132,9 @@ def run_stub(messages, user="nobody", as_root=False):
     theirs.close()
     for data, fds in messages:
         socket.send_fds(ours, [data], fds)
+    ours.settimeout(10)
+    for i in range(len(answers or [])):
+        answers[i] = ours.recv(64)
     ours.close()
     out, err = p.communicate(timeout=10)
     return p.returncode, out, err
@@ -178,3 +186,130 @@ def test_the_stub_without_a_connection_runs_nothing_and_never_runs_as_root():
     finally:
         os.close(null)
     assert status == 127 and err == b"clihost-jail-attach: not to be run as root\n"
+
+
+def query(argv, env):
+    return b"query\0" + words(argv, env)
+
+
+def test_the_stub_answers_a_query_with_its_clients_status_and_still_takes_its_connection():
+    """A query: its command runs with the two descriptors handed as stdout
+    and stderr (not the stub's), and the stub answers "exit N" with its
+    status, then waits on; the connection after it is exec'd as always."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    term_r, term_w = os.pipe()
+    null = os.open("/dev/null", os.O_RDONLY)
+    answers = [None, None]
+    try:
+        status, stub_out, err = run_stub([
+            (query(["/bin/sh", "-c", 'echo "$Q"; echo said >&2; exit 3'], ["Q=asked"]), [out_w, err_w]),
+            (query(["/bin/sh", "-c", "kill -TERM $$"], []), [out_w, err_w]),
+            (words(["/bin/sh", "-c", "echo connected"], []), [null, term_w]),
+        ], answers=answers)
+        for fd in (out_w, err_w, term_w, null):
+            os.close(fd)
+        got = [os.read(fd, 4096) for fd in (out_r, err_r, term_r)]
+    finally:
+        for fd in (out_r, err_r, term_r):
+            os.close(fd)
+    assert answers == [b"exit 3", b"exit 143"], answers
+    assert got == [b"asked\n", b"said\n", b"connected\n"], got
+    assert status == 0 and stub_out == b"" and err == b"", (status, err)
+
+
+@pytest.mark.parametrize("message,fds,why", [
+    (query(["/bin/true"], []), 1, "malformed connection"),
+    (query(["true"], []), 2, "malformed command"),
+    (b"query\0/bin/true\0", 2, "malformed command"),
+    (query(["/bin/true"], ["=x"]), 2, "malformed environment"),
+])
+def test_the_stub_refuses_a_malformed_query(message, fds, why):
+    null = os.open("/dev/null", os.O_RDWR)
+    try:
+        status, _, err = run_stub([(message, [null] * fds)])
+    finally:
+        os.close(null)
+    assert status == 127
+    assert err.decode() == f"clihost-jail-attach: {why}\n"
+
+
+def query_lines(sup, how, kind):
+    """The supervisor's audit lines of its queries: asked of its waiting
+    jail, or answered by a query jail it started (syslog writes them
+    asynchronously: callers wait for the count they expect)."""
+    token = (f"query ({kind}) asked of the waiting attach jail by supervisor {sup}," if how == "asked"
+             else f"query jail ({kind}) started by supervisor {sup},")
+    return log_lines(lambda l: token in l, want=0, timeout=0, tail_bytes=8 << 20)
+
+
+def more_lines(sup, how, kind, before, want):
+    """Whether `want` more such lines than `before` are written (within 5 s)."""
+    return wait_until(lambda: len(query_lines(sup, how, kind)) >= before + want, 5)
+
+
+def test_list_and_kill_are_answered_by_the_waiting_jail_without_a_jail_of_their_own(host, alice, terms):
+    """With an attach jail waiting, `list` and `kill` are asked of it: its
+    stub runs their tmux client and stays the same waiting process, no
+    query jail starts, and the answers are right. Control: with no jail
+    waiting (its watcher killed), the same `list` starts a query jail, and
+    the probe sees it."""
+    t = attach(host, alice, "one", terms)
+    assert shell_ready(t), t.output()
+    t2 = attach(host, alice, "two", terms)
+    assert shell_ready(t2), t2.output()
+    assert wait_until(lambda: len(stubs_of(alice)) == 1, 10), host.processes_of(alice)
+    [stub] = stubs_of(alice)
+    sup = supervisor_pid(alice)
+    before = {(how, kind): len(query_lines(sup, how, kind)) for how in ("asked", "started") for kind in ("list", "kill")}
+    r = host.run_as(PROXY, [host.bin, "list", "--user", alice])
+    assert r.returncode == 0 and " sessions=one,two " in r.stdout, r
+    k = host.run_as(PROXY, [host.bin, "kill", "--user", alice, "--session", "two"])
+    assert k.returncode == 0, k
+    r = host.run_as(PROXY, [host.bin, "list", "--user", alice])
+    assert r.returncode == 0 and " sessions=one " in r.stdout, r
+    assert more_lines(sup, "asked", "list", before["asked", "list"], 2)
+    assert more_lines(sup, "asked", "kill", before["asked", "kill"], 1)
+    time.sleep(0.3)
+    assert len(query_lines(sup, "started", "list")) == before["started", "list"]
+    assert len(query_lines(sup, "started", "kill")) == before["started", "kill"]
+    assert stubs_of(alice) == [stub] and exe_of(stub) == STUB_TARGET
+    # Control: no jail waits; a query jail answers (and the probe sees its line).
+    [watcher] = [p for p in pids(live=True) if p != sup and descends_from(stub, p) and
+                 int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1]) == sup]
+    os.kill(watcher, 9)
+    assert wait_until(lambda: stubs_of(alice) == [], 5)
+    asked = len(query_lines(sup, "asked", "list"))
+    r = host.run_as(PROXY, [host.bin, "list", "--user", alice])
+    assert r.returncode == 0 and " sessions=one " in r.stdout, r
+    assert more_lines(sup, "started", "list", before["started", "list"], 1)
+    time.sleep(0.3)
+    assert len(query_lines(sup, "asked", "list")) == asked
+
+
+def test_a_waiting_jail_whose_query_hangs_is_replaced(host, alice, terms):
+    """A tenant's tmux that does not answer (a hook that sleeps): `list`
+    says "no answer" at the query's deadline, and the waiting jail, its stub
+    stuck, is ended and another prepared. Once tmux answers again, `list`
+    is answered by the new one, and an attach is served by it."""
+    t = attach(host, alice, "hang", terms)
+    assert shell_ready(t), t.output()
+    assert wait_until(lambda: len(stubs_of(alice)) == 1, 10), host.processes_of(alice)
+    [stub] = stubs_of(alice)
+    assert host.tmux(alice, "set-hook", "-g", "after-list-sessions", "run-shell 'sleep 86400'").returncode == 0
+    t0 = time.monotonic()
+    r = host.run_as(PROXY, [host.bin, "list", "--user", alice], timeout=30)
+    assert time.monotonic() - t0 < 3.0
+    assert r.returncode == 0 and " sessions=? " in r.stdout, r
+    assert wait_until(lambda: len(stubs_of(alice)) == 1 and stubs_of(alice)[0] != stub, 10), host.processes_of(alice)
+    assert not os.path.exists(f"/proc/{stub}")
+    [again] = stubs_of(alice)
+    assert host.tmux(alice, "set-hook", "-gu", "after-list-sessions").returncode == 0
+    sup = supervisor_pid(alice)
+    asked = len(query_lines(sup, "asked", "list"))
+    r = host.run_as(PROXY, [host.bin, "list", "--user", alice])
+    assert r.returncode == 0 and " sessions=hang " in r.stdout, r
+    assert more_lines(sup, "asked", "list", asked, 1)
+    t2 = attach(host, alice, "after", terms)
+    assert shell_ready(t2), t2.output()
+    assert exe_of(again) == "/usr/bin/tmux"

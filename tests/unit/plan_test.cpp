@@ -487,6 +487,31 @@ TEST(Plan, AnAttachJailsArgvIsTheSameForEveryConnection) {
     EXPECT_EQ(handed_words(list.value()), "");
 }
 
+TEST(Plan, AQueryAskedOfAWaitingJailIsTheQueryPlansCommandAfterTheWordQuery) {
+    // The query's own tmux client and environment, as the stub reads them
+    // (helper/stub: "query", then the words as handed_words lays them out).
+    auto kill = plan_with(Policy{}, full_probe(), Request{JailAction::kill_session, "dev.1", {}});
+    ASSERT_TRUE(kill.ok());
+    std::string expected(kQueryWord);
+    for (const auto& w : kill.value().command) expected.append(w).push_back('\0');
+    expected.push_back('\0');
+    for (const auto& w : kill.value().env) expected.append(w).push_back('\0');
+    EXPECT_EQ(query_words(kill.value()), expected);
+    EXPECT_EQ(kill.value().command.front(), "/usr/bin/tmux");
+    EXPECT_EQ(kill.value().env.back(), "TTYD_SANDBOX=true");
+    // Only a query: an attach, a session jail, a caller's command, never.
+    auto attach = plan_with(Policy{}, full_probe());
+    ASSERT_TRUE(attach.ok());
+    EXPECT_EQ(query_words(attach.value()), "");
+    auto serve = plan_with(Policy{}, full_probe(), Request{JailAction::serve, "", {}});
+    ASSERT_TRUE(serve.ok());
+    EXPECT_EQ(query_words(serve.value()), "");
+    // Nor one that would not survive the trip.
+    Plan bad = kill.value();
+    bad.env.emplace_back("X=" + std::string(kMaxHandedBytes, 'x'));
+    EXPECT_EQ(query_words(bad), "");
+}
+
 TEST(Plan, SandboxFlagIsForcedOnTheBwrapCommandLineAfterClearenv) {
     auto p = plan_with(Policy{}, full_probe(), Request{JailAction::list_sessions, "", {}});
     ASSERT_TRUE(p.ok());
