@@ -219,29 +219,55 @@ def spawn(argv, user=PROXY, env=None, limits=(), pass_fds=(), close_std=(), time
 
 # --- the audit log ----------------------------------------------------------------
 
-def _read_auth_log(tail_bytes=None):
-    """The auth log's lines; with tail_bytes only its last that many bytes
-    (the log is large and shared by all suites), without the cut first line."""
-    try:
-        with open(AUTH_LOG, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            cut = tail_bytes is not None and size > tail_bytes
-            f.seek(size - tail_bytes if cut else 0)
-            data = f.read()
-    except FileNotFoundError:
-        return []
-    lines = data.decode(errors="replace").splitlines(True)
-    return lines[1:] if cut else lines
+class _AuthLog:
+    """The auth log's lines written since this test process started, read
+    incrementally: each call reads only what was appended since the last
+    (the log is shared by every suite and grows to tens of megabytes over
+    a run; read whole on every poll it cost seconds a test). A rotated or
+    truncated log is read from its start."""
+
+    def __init__(self):
+        self.inode, self.offset, self.lines, self.partial = None, 0, [], b""
+        try:
+            st = os.stat(AUTH_LOG)
+            self.inode, self.offset = st.st_ino, st.st_size
+        except FileNotFoundError:
+            pass
+
+    def read(self):
+        try:
+            with open(AUTH_LOG, "rb") as f:
+                st = os.fstat(f.fileno())
+                if st.st_ino != self.inode or st.st_size < self.offset:
+                    self.inode, self.offset, self.partial = st.st_ino, 0, b""
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return self.lines
+        self.offset += len(data)
+        data = self.partial + data
+        cut = data.rfind(b"\n") + 1
+        self.partial = data[cut:]
+        self.lines.extend(data[:cut].decode(errors="replace").splitlines(True))
+        return self.lines
 
 
-def log_lines(select, want=1, timeout=5.0, tail_bytes=None):
+_AUTH_LOG = _AuthLog()
+
+
+def _read_auth_log():
+    """The auth log's lines written since this test process started: a
+    test looks only for what its own runs wrote."""
+    return _AUTH_LOG.read()
+
+
+def log_lines(select, want=1, timeout=5.0):
     """The auth-log lines for which select(line) is true, once there are
     `want` of them or `timeout` seconds have passed (syslog writes them
     asynchronously)."""
     deadline = time.time() + timeout
     while True:
-        lines = [l for l in _read_auth_log(tail_bytes) if select(l)]
+        lines = [l for l in _read_auth_log() if select(l)]
         if len(lines) >= want or time.time() >= deadline:
             return lines
         time.sleep(0.1)
@@ -259,7 +285,7 @@ def pid_lines(host, pid, since, want=1, timeout=5.0):
     """Every syslog line of one helper process (tagged clihost-jail[PID]),
     written since `since` (pids are reused; the log is not)."""
     tag = f"clihost-jail[{pid}]:"
-    return log_lines(lambda l: tag in l and logged_at(l) >= since - 1.0, want, timeout, tail_bytes=8 << 20)
+    return log_lines(lambda l: tag in l and logged_at(l) >= since - 1.0, want, timeout)
 
 
 def front_and_supervisor_lines(host, r, want=1, timeout=5.0):

@@ -240,7 +240,7 @@ def query_lines(sup, how, kind):
     asynchronously: callers wait for the count they expect)."""
     token = (f"query ({kind}) asked of the waiting attach jail by supervisor {sup}," if how == "asked"
              else f"query jail ({kind}) started by supervisor {sup},")
-    return log_lines(lambda l: token in l, want=0, timeout=0, tail_bytes=8 << 20)
+    return log_lines(lambda l: token in l, want=0, timeout=0)
 
 
 def more_lines(sup, how, kind, before, want):

@@ -36,7 +36,7 @@ def pam_lines(host, p, timeout=3.0, tenant="ctj-alice"):
 
     def count():
         lines = log_lines(lambda l: "clihost-jail[" in l and "pam_unix(" in l and f"for user {tenant}" in l and
-                          logged_at(l) >= since, 0, 0, tail_bytes=8 << 20)
+                          logged_at(l) >= since, 0, 0)
         # Closes by the processes that opened since (not an earlier
         # supervisor of the tenant's that was still ending).
         tag = lambda l: l.split("clihost-jail[", 1)[1].split("]", 1)[0]
