@@ -32,7 +32,10 @@ def pam_lines(host, p, timeout=3.0, tenant="ctj-alice"):
     session (opened at its start, closed at its end). The suites run one
     front of the tenant at a time. Waits up to `timeout` for every session
     opened to be closed."""
-    since = p.started - 0.2
+    # Not a moment earlier: the previous front's supervisor, had it
+    # opened its session within such a margin of this start (a fast
+    # iteration), would count as this front's.
+    since = p.started
 
     def count():
         lines = log_lines(lambda l: "clihost-jail[" in l and "pam_unix(" in l and f"for user {tenant}" in l and
