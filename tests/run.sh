@@ -56,11 +56,11 @@ cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_WER
 cmake --build "$build" -j"$(nproc)"
 
 # Each label's share in seconds on the project's machine (2 cores): their
-# sum (37 minutes) and the packages and build before ctest (about 3
+# sum (36 minutes) and the packages and build before ctest (about 3
 # minutes on a fresh clone) fit the whole command's 40 minutes. The last
-# full run (38:25 in all, its tests 35:23) kept every share but analysis's
-# (20:01: sanitizers 13:26, static 3:43, fuzz 2:52).
-budgets="unit=45 integration=720 packaging=210 analysis=1125 bench=30 systemd=90"
+# full run (31:25 in all, its tests 27:59): analysis 16:02 (sanitizers
+# 10:10, static 3:02, fuzz 2:51), integration 7:03, packaging 4:09.
+budgets="unit=45 integration=600 packaging=270 analysis=1125 bench=30 systemd=90"
 run_budget=2400
 
 cd "$build"
