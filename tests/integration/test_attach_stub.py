@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import PROXY, STUB_TARGET, log_lines, pids, proc_exe, proc_status, wait_until
+from conftest import PROXY, STUB_TARGET, log_lines, pids, proc_exe, proc_status, start_as, wait_until
 from ownerutil import supervisor_pid
 from ptyutil import attach, shell_ready
 
@@ -301,3 +301,39 @@ def test_a_waiting_jail_whose_query_hangs_is_replaced(host, alice, terms):
     t2 = attach(host, alice, "after", terms)
     assert shell_ready(t2), t2.output()
     assert exe_of(again) == "/usr/bin/tmux"
+
+
+def parent_of(pid):
+    try:
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def test_an_attach_during_a_query_waits_for_its_answer_and_gets_the_jail(host, alice, terms):
+    """A connection that comes while the waiting jail answers a query (a
+    hook holds its tmux client for 1 s) waits in the stub's socket: the
+    query is answered (the sessions before the attach), and then the same
+    jail's stub becomes the connection's client on its terminal."""
+    t = attach(host, alice, "q1", terms)
+    assert shell_ready(t), t.output()
+    assert wait_until(lambda: len(stubs_of(alice)) == 1, 10), host.processes_of(alice)
+    [stub] = stubs_of(alice)
+    assert host.tmux(alice, "set-hook", "-g", "after-list-sessions", "run-shell 'sleep 1'").returncode == 0
+    front = start_as(PROXY, [host.bin, "list", "--user", alice], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     text=True)
+    try:
+        # The query's client runs as the stub's child, in the waiting jail.
+        uid = pwd.getpwnam(alice).pw_uid
+        assert wait_until(lambda: any(parent_of(p) == stub and exe_of(p) == "/usr/bin/tmux"
+                                      for p in pids(uid=uid, live=True)), 5), host.processes_of(alice)
+        t2 = attach(host, alice, "q2", terms)
+        assert shell_ready(t2), t2.output()
+        out, err = front.communicate(timeout=10)
+    finally:
+        if front.poll() is None:
+            front.kill()
+            front.wait()
+    assert front.returncode == 0 and " sessions=q1 " in out, (out, err)
+    assert exe_of(stub) == "/usr/bin/tmux"
+    assert fd_target(stub, 0) == os.readlink(f"/proc/{t2.proc.pid}/fd/0")
