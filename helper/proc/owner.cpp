@@ -97,7 +97,6 @@ struct Prepared {
     UniqueFd chan;
     bool joins_netns{false};
     bool ready{false};  // its watcher said "ok" (bwrap started) on `chan`
-    bool asked{false};  // a query asked of it has not been answered
     std::vector<std::string> argv;
 };
 
@@ -207,9 +206,8 @@ private:
     }
 
     void on_query_readable(RunningQuery& q, int fd) {
-        if (!q.answer.valid() || fd != q.answer.get()) return read_query_output(q, fd);
-        read_query_status(q);
-        if (q.reaped && q.asked_of == prepared_.watcher) prepared_.asked = false;
+        if (q.answer.valid() && fd == q.answer.get()) read_query_status(q);
+        else read_query_output(q, fd);
     }
 
     // A query, once its jail has ended, or the waiting jail it was asked
@@ -632,7 +630,9 @@ private:
     // The waiting attach jail, if one has started (its watcher's report,
     // read here once it has come, without waiting) and answers no query.
     bool waiting_jail_free() {
-        if (prepared_.watcher <= 0 || prepared_.asked || ending_at_ != 0) return false;
+        if (prepared_.watcher <= 0 || ending_at_ != 0) return false;
+        for (const auto& c : conns_)
+            if (c->query && !c->query->reaped && c->query->asked_of == prepared_.watcher) return false;
         if (prepared_.ready) return true;
         pollfd p{prepared_.chan.get(), POLLIN, 0};
         if (::poll(&p, 1, 0) != 1) return false;
@@ -659,8 +659,6 @@ private:
         if (waiting_jail_free()) {
             auto asked = ask_waiting_jail(c_, rq.kind, rq.session, prepared_.chan.get(), prepared_.watcher);
             if (asked) {
-                asked.value().asked_of = prepared_.watcher;
-                prepared_.asked = true;
                 c.query = std::make_unique<RunningQuery>(std::move(asked).value());
                 c.deadline = 0;
                 return;

@@ -29,10 +29,6 @@ bool query_pipe(UniqueFd& read_end, UniqueFd& write_end) {
     return fl >= 0 && ::fcntl(fds[0], F_SETFL, fl | O_NONBLOCK) == 0;
 }
 
-}  // namespace
-
-namespace {
-
 // The query's plan: the session jail's environment (its first caller's
 // extra_env values, PAM's), so that its tmux client speaks as its tmux
 // server was started.
@@ -81,6 +77,7 @@ Result<RunningQuery> ask_waiting_jail(const OwnerContext& ctx, HandoverKind kind
         return fail(Exit::internal, "cannot make a query's pipes");
     q.answer.reset(::fcntl(chan, F_DUPFD_CLOEXEC, 3));
     if (!q.answer.valid()) return fail(Exit::internal, "cannot keep the waiting jail's channel");
+    q.asked_of = watcher;
     const int pass[2] = {out_w.get(), err_w.get()};
     if (!send_with_fds(chan, words, pass, MSG_DONTWAIT)) return fail(Exit::internal, "cannot ask the waiting jail");
     q.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTenantQueryDeadlineMs);
@@ -97,17 +94,11 @@ void read_query_status(RunningQuery& q) {
     q.answer.reset();
     q.reaped = true;
     q.status = -1;
-    // "exit N", N 0 to 255; anything else (the jail ended, or its stub
-    // said something else) is no answer.
-    const std::string& s = said.data;
-    if (said.n <= 0 || said.truncated || !said.fds.empty() || s.size() < 6 || s.size() > 8 || s.rfind("exit ", 0) != 0)
-        return;
-    int code = 0;
-    for (std::size_t i = 5; i < s.size(); ++i) {
-        if (s[i] < '0' || s[i] > '9') return;
-        code = code * 10 + (s[i] - '0');
-    }
-    if (code <= 255) q.status = code << 8;
+    // "exit N", N 0 to 255, as a supervisor's reply says it; anything else
+    // (the jail ended, or its stub said something else) is no answer.
+    if (said.n <= 0 || said.truncated || !said.fds.empty()) return;
+    const auto r = parse_reply(said.data);
+    if (r && r.value().kind == ReplyKind::exit) q.status = r.value().code << 8;
 }
 
 void read_query_output(RunningQuery& q, int fd) {

@@ -31,7 +31,7 @@ namespace {
 constexpr int kConnFd = 8;  // plan.hpp: kAttachFd
 constexpr std::size_t kMaxMessage = 65536 + 6;  // plan.hpp: kMaxHandedBytes, and "query\0"
 constexpr std::size_t kFds = 2;
-constexpr std::string_view kQueryWord{"query\0", 6};
+constexpr std::string_view kQueryWord{"query\0", 6};  // plan.hpp: kQueryWord
 
 int refuse(const char* why) {
     const std::string line = std::string("clihost-jail-attach: ") + why + "\n";
