@@ -15,7 +15,8 @@ import sys
 
 import pytest
 
-from conftest import RUNTIME_DIR, PROXY, STUB_TARGET, proc_children, proc_exe, spawn, wait_until
+from conftest import RUNTIME_DIR, PROXY, STUB_TARGET, prepared_attach_jails, proc_children, proc_exe, spawn, \
+    wait_until
 from ptyutil import attach, shell_ready
 
 
@@ -61,6 +62,9 @@ def test_the_attach_jail_is_the_supervisors_in_a_session_of_its_own(host, alice,
     rec = open(os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(alice).pw_uid}.state")).read().split()
     sup = int(rec[3])
     uid = pwd.getpwnam(alice).pw_uid
+    # The next attach's jail starts 50 ms after this one: until its stub
+    # runs, its bwrap would look like a connection's.
+    assert wait_until(lambda: prepared_attach_jails(uid), 10), host.processes_of(alice)
     watchers = [w for w in proc_children(sup) if os.stat(f"/proc/{w}").st_uid == uid]
     def waiting(pid):
         """A jail prepared for the next connection: its stub still waits."""
