@@ -338,8 +338,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         // have the host's only with network = host, and an isolated one waits
         // (--block-fd) for its network; only the session jail is in a
         // session of its own.
-        const auto& a = plan.value().argv;
-        const auto dashdash = std::find(a.begin(), a.end(), "--");
+        // Options as bwrap reads them: a value that spells an option (a
+        // host symlink's target "--block-fd", say) is a value, not one.
+        std::vector<Op> ops;
+        std::vector<std::string> command;
+        parse_like_bwrap(plan.value().argv, ops, command);
+        const auto count = [&ops](std::string_view name) {
+            return std::count_if(ops.begin(), ops.end(), [name](const Op& op) { return op.name == name; });
+        };
         const bool client = is_client_action(request.action);
         const bool isolated = !client && policy.network == NetworkMode::isolated;
         // An attach jail that joins the tenant's empty namespace makes none
@@ -347,12 +353,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const bool joins = request.joins_tenant_netns;
         check(!joins || request.action == JailAction::attach);
         check(joins == (plan.value().net == JailNet::tenant_empty));
-        check(((client && !joins) || isolated) == (std::find(a.begin(), dashdash, "--unshare-net") != dashdash));
+        check(((client && !joins) || isolated) == (count("--unshare-net") > 0));
         // An attach jail waits (--block-fd) for its PAM account check.
-        check(isolated == (std::find(a.begin(), dashdash, "--block-fd") != dashdash));
-        check(std::count(a.begin(), dashdash, "--block-fd") <= 1);
+        check(isolated == (count("--block-fd") > 0));
+        check(count("--block-fd") <= 1);
         check(isolated == (plan.value().net == JailNet::isolated) && isolated == !plan.value().net_argv.empty());
-        check((request.action == JailAction::serve) == (std::find(a.begin(), dashdash, "--new-session") != dashdash));
+        check((request.action == JailAction::serve) == (count("--new-session") > 0));
         check(probe.trial_deferred || probe.user_namespaces);
         check(plan.value().trial_in_child == probe.trial_deferred);
         // An attach jail's environment goes to its stub with the terminal:
