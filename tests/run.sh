@@ -23,6 +23,7 @@ fi
 packages=(build-essential cmake pkg-config libpam0g-dev libcap-ng-dev libspdlog-dev libfmt-dev
           libgtest-dev libgmock-dev bubblewrap tmux sudo rsyslog python3 python3-pytest python3-pyflakes procps
           util-linux libpam-modules libpam-runtime passwd login
+          keyutils  # test_owner*.py: keyctl, the tenant's and the caller's session keyrings
           openssh-server openssh-client  # test_routes.py: a real sshd, and check runs sshd -T
           slirp4netns nftables iproute2  # network = isolated, and test_network.py's own test hosts
           runc bsdutils  # test_containers.py: OCI bundles with Docker's defaults; script(1) is its ttyd

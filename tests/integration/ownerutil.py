@@ -17,6 +17,15 @@ def supervisor_pid(tenant):
         return None
 
 
+def cmdline(pid):
+    """pid's argv, or [] once it has gone (a process may end between a
+    listing of pids and this read)."""
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except OSError:
+        return []
+
+
 def ppid(pid):
     # Past the last ")": the command name may hold any byte.
     return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])

@@ -103,7 +103,8 @@ def test_an_attach_without_its_stub_fails_closed(host, alice, terms):
         t = attach(host, alice, "nostub", terms)
         assert wait_until(lambda: t.proc.poll() is not None, 10)
         assert t.proc.returncode == 3
-        assert f"clihost-jail: the attach stub cannot open {STUB_TARGET}: No such file" in t.output(), t.output()
+        # The line may reach the pty's reader after the front has exited.
+        assert t.wait_for(f"clihost-jail: the attach stub cannot open {STUB_TARGET}: No such file", 5), t.output()
     finally:
         os.rename(STUB_TARGET + ".away", STUB_TARGET)
     t = attach(host, alice, "nostub", terms)

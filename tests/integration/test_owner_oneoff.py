@@ -9,15 +9,8 @@ import re
 
 from conftest import CGROUP_PARENT, PROXY, REPO, STUB_TARGET, cgroup_missing, new_session, pids, proc_status, \
     wait_until
-from ownerutil import ancestors, ppid, supervisor_pid
+from ownerutil import ancestors, cmdline, ppid, supervisor_pid
 from ptyutil import PtyProcess, attach, shell_ready
-
-
-def cmdline(pid):
-    try:
-        return open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-    except OSError:
-        return []
 
 
 def sleepers(tenant, arg):

@@ -18,6 +18,7 @@ import time
 import pytest
 
 from conftest import PROXY, RUNTIME_DIR, install_faults_bin, new_session, prepared_attach_jails, sh, wait_until
+from ownerutil import cmdline
 from ptyutil import PtyProcess, attach, shell_ready
 
 
@@ -206,7 +207,7 @@ def test_sigkill_of_connections_leaves_the_session_running(host, alice, terms, w
                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # The stand-in's attach jail is up once a second tmux client (bwrap's) runs.
         assert wait_until(lambda: sum(1 for p in host.processes_of(alice)
-                                      if b"new-session" in open(f"/proc/{p}/cmdline", "rb").read()) >= 4, 10)
+                                      if b"new-session" in cmdline(p)) >= 4, 10)
         standin.kill()
         standin.wait(10)
         first.proc.send_signal(signal.SIGKILL)
