@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from conftest import PROXY, RUNTIME_DIR, install_faults_bin, new_session, prepared_attach_jails, sh, wait_until
-from ownerutil import cmdline
+from conftest import PROXY, RUNTIME_DIR, attach_clients, install_faults_bin, new_session, prepared_attach_jails, sh, \
+    wait_until
 from ptyutil import PtyProcess, attach, shell_ready
 
 
@@ -205,9 +205,8 @@ def test_sigkill_of_connections_leaves_the_session_running(host, alice, terms, w
         standin = subprocess.Popen([sys.executable, "-c", _standin_script(), host.bin, "run", "--user", alice,
                                     "--session", s], preexec_fn=demote, cwd="/",
                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        # The stand-in's attach jail is up once a second tmux client (bwrap's) runs.
-        assert wait_until(lambda: sum(1 for p in host.processes_of(alice)
-                                      if b"new-session" in cmdline(p)) >= 4, 10)
+        # The stand-in's attach jail is up once a second attach client runs.
+        assert wait_until(lambda: len(attach_clients(alice)) >= 2, 10), attach_clients(alice)
         standin.kill()
         standin.wait(10)
         first.proc.send_signal(signal.SIGKILL)
