@@ -1,21 +1,15 @@
 // runtime_state.cpp: records of live supervisors, and their verification.
-// Size: the runtime directory's whole state in one place (records, locks, the
-// attach network namespace, refusal counts, recorded settings, the PAM confdir).
+// Size: the runtime directory's whole state in one place (records, locks,
+// refusal counts, recorded settings, the PAM confdir).
 #include "host/runtime_state.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/magic.h>
-#include <linux/nsfs.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -310,40 +304,11 @@ std::vector<SupervisorRecord> RuntimeDir::all() const {
     return out;
 }
 
-Status RuntimeDir::make_attach_netns(uid_t uid) const {
-    remove_attach_netns(uid);
-    const std::string name = netns_name(uid);
-    const std::string path = std::string(CLIHOST_JAIL_RUNTIME_DIR) + "/" + name;
-    UniqueFd target(::openat(fd_.get(), name.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!target.valid())
-        return fail(Exit::internal, "cannot create " + path + ": " + std::string(std::strerror(errno)));
-    target.reset();
-    // A child makes the namespace and binds it: this process's own network
-    // never changes (a supervisor starts the user-mode network on the host's).
-    const pid_t child = ::fork();
-    if (child == 0) {
-        const bool made = ::unshare(CLONE_NEWNET) == 0 &&
-                          ::mount("/proc/self/ns/net", path.c_str(), nullptr, MS_BIND, nullptr) == 0;
-        ::_exit(made ? 0 : 1);
-    }
-    const int fork_errno = errno;
-    int status = -1;
-    if (child > 0)
-        while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {}
-    if (child < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        ::unlinkat(fd_.get(), name.c_str(), 0);
-        return fail(Exit::internal, "cannot make the attach jails' network namespace" +
-                                        (child < 0 ? ": " + std::string(std::strerror(fork_errno)) : std::string()));
-    }
-    return ok_status();
-}
-
 void RuntimeDir::remove_attach_netns(uid_t uid) const {
     const std::string name = netns_name(uid);
     const std::string path = std::string(CLIHOST_JAIL_RUNTIME_DIR) + "/" + name;
-    // Detached: an attach jail still running keeps the namespace itself
-    // until it ends; only the name goes. A bound file may carry more than
-    // one mount (none of ours stacks them; bounded all the same).
+    // Detached: a jail still in the namespace keeps it until it ends; only
+    // the name goes. A bound file may carry more than one mount (bounded).
     for (int i = 0; i < 8 && ::umount2(path.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0; ++i) {}
     ::unlinkat(fd_.get(), name.c_str(), 0);
 }
@@ -393,23 +358,6 @@ Result<std::string> RuntimeDir::pam_confdir(const std::string& service) const {
         return failed("rename " + service);
     }
     return path;
-}
-
-UniqueFd RuntimeDir::open_attach_netns(uid_t uid) const {
-    UniqueFd fd(::openat(fd_.get(), netns_name(uid).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd.valid()) return fd;
-    // The file alone (its bind gone) is a plain file of /run's tmpfs.
-    struct statfs fs {};
-    if (::fstatfs(fd.get(), &fs) != 0 || fs.f_type != NSFS_MAGIC) return UniqueFd();
-    if (::ioctl(fd.get(), NS_GET_NSTYPE) != CLONE_NEWNET) return UniqueFd();
-    // Owned by our user namespace (made by root, as the supervisor made it),
-    // never by one a tenant made, where the tenant would hold CAP_NET_ADMIN.
-    const UniqueFd owner(::ioctl(fd.get(), NS_GET_USERNS));
-    struct stat theirs {}, ours {};
-    if (!owner.valid() || ::fstat(owner.get(), &theirs) != 0 || ::stat("/proc/self/ns/user", &ours) != 0 ||
-        theirs.st_ino != ours.st_ino || theirs.st_dev != ours.st_dev)
-        return UniqueFd();
-    return fd;
 }
 
 RefusalRecord RuntimeDir::read_refusals(uid_t uid) const {

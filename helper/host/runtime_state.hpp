@@ -102,22 +102,11 @@ public:
     void mark_session_jail(uid_t uid, pid_t pid, bool running) const;
     bool runs_session_jail(const SupervisorRecord& r) const;
 
-    // The tenant's empty network namespace, which its attach jails join
-    // rather than each making one (bwrap's --unshare-net, and the namespace's
-    // teardown, cost every connection about 1.3 ms of CPU here). Made by the session
-    // jail's supervisor once its jail is up, bound at UID.netns (as `ip
-    // netns` binds one), removed when the jail ends; a stale one (left by a
-    // supervisor that was SIGKILLed) is replaced. It is owned by our own user
-    // namespace, so a tenant holds no capability over it: no loopback brought
-    // up, no link added or moved in. It is not the session jail's (which has
-    // a network): an attach jail has none.
-    Status make_attach_netns(uid_t uid) const;
+    // UID.netns, the name under which a build before this one bound the
+    // attach jails' network namespace (this one holds it as a descriptor,
+    // net.cpp:make_empty_netns): unmounted and removed where `stop` finds
+    // a record whose supervisor is gone.
     void remove_attach_netns(uid_t uid) const;
-    // UID.netns, opened and verified: a bound nsfs file naming a network
-    // namespace owned by this process's user namespace. Invalid otherwise
-    // (no session jail, or one that has just ended): the attach jail then
-    // makes its own (--unshare-net).
-    UniqueFd open_attach_netns(uid_t uid) const;
 
     // RUNTIME/pam.d, the directory libpam reads the PAM service from
     // (pam_start_confdir): a symbolic link SERVICE -> /etc/pam.d/SERVICE and

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "base/fault.hpp"
 #include "base/fd_pass.hpp"
 #include "priv/privdrop.hpp"
 #include "host/trusted_path.hpp"
@@ -345,6 +347,40 @@ Result<UserNet> attach_user_net(int chan, const TenantCreds& net, int seconds) {
         return fail(Exit::host, std::string(kJailEndedEarly));
     }
     return UserNet{pid, std::move(exit_write)};
+}
+
+Result<UniqueFd> make_empty_netns() {
+    int sv[2] = {-1, -1};
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return fail(Exit::internal, "socketpair failed");
+    const UniqueFd ours(sv[0]);
+    UniqueFd theirs(sv[1]);
+    const pid_t child = ::fork();
+    if (child == 0) {
+        const int ns = fault::fail("attach_netns") || ::unshare(CLONE_NEWNET) != 0
+                           ? -1
+                           : ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        const int fds[1] = {ns};
+        ::_exit(ns >= 0 && send_with_fds(theirs.get(), "netns", fds) ? 0 : 1);
+    }
+    const int fork_errno = errno;
+    theirs.reset();
+    int status = -1;
+    if (child > 0)
+        while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    if (child < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return fail(Exit::internal, "cannot make the attach jails' network namespace" +
+                                        (child < 0 ? ": " + std::string(std::strerror(fork_errno)) : std::string()));
+    Received got = receive_with_fds(ours.get(), 16, MSG_DONTWAIT);
+    if (got.n <= 0 || got.truncated || got.data != "netns" || got.fds.size() != 1)
+        return fail(Exit::internal, "the attach jails' network namespace did not come back");
+    UniqueFd ns = std::move(got.fds[0]);
+    // A network namespace, and not this process's own.
+    struct stat made {}, own {};
+    if (::ioctl(ns.get(), NS_GET_NSTYPE) != CLONE_NEWNET || ::fstat(ns.get(), &made) != 0 ||
+        ::stat("/proc/self/ns/net", &own) != 0 || (made.st_ino == own.st_ino && made.st_dev == own.st_dev))
+        return fail(Exit::internal, "the attach jails' network namespace is not a new one");
+    return ns;
 }
 
 }  // namespace clihost

@@ -64,4 +64,14 @@ struct UserNet {
 // go-ahead. A failure quotes slirp4netns's own message.
 Result<UserNet> attach_user_net(int chan, const TenantCreds& net, int seconds);
 
+// The tenant's empty network namespace, which its attach jails join rather
+// than each making one: made by a child (this process's own network never
+// changes) and kept only by the descriptor returned. No name and no mount
+// on the host: it ends with the supervisor holding it and the jails in it,
+// also after a SIGKILL, and every new mount namespace (each bwrap's, which
+// copies the host's mounts) costs the same whatever the number of tenants.
+// Owned by this process's user namespace (root's), so a tenant holds no
+// capability over it.
+Result<UniqueFd> make_empty_netns();
+
 }  // namespace clihost

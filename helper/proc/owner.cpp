@@ -110,7 +110,7 @@ class Owner {
 public:
     Owner(OwnerContext ctx, SessionJail&& session, UniqueFd listener)
         : c_(std::move(ctx)), session_(session.watcher), session_net_(std::move(session.net)),
-          listener_(std::move(listener)), attach_netns_(c_.attach_netns) {
+          listener_(std::move(listener)) {
         end_.session_ran = session_ > 0;
         if (session_ < 0) idle_until_ = std::time(nullptr) + kFirstConnectionSeconds;
         else c_.dir.mark_session_jail(uid(), ::getpid(), true);
@@ -329,8 +329,6 @@ private:
             listener_.reset();
             (void)::unlinkat(dir_fd(), endpoint_name(uid()).c_str(), 0);
         }
-        if (attach_netns_) c_.dir.remove_attach_netns(uid());
-        attach_netns_ = false;
         c_.dir.remove_if(uid(), ::getpid());
     }
 
@@ -554,10 +552,6 @@ private:
     // gone is replaced, once.
     Status hand_to_attach_jail(Conn& c, const HandoverRequest& rq, const std::vector<UniqueFd>& fds) {
         for (int attempt = 0; attempt < 2; ++attempt) {
-            // One prepared in the tenant's empty namespace that is gone since
-            // (its name removed) is not used: this attach makes its own.
-            if (prepared_.watcher > 0 && prepared_.joins_netns && !c_.dir.open_attach_netns(uid()).valid())
-                forget_prepared();
             if (auto st = prepare_attach(); !st) return st;
             const Request r{JailAction::attach, rq.session, {}, prepared_.joins_netns};
             auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, rq.extra_env, c_.pam_env);
@@ -600,8 +594,8 @@ private:
     Status prepare_attach() {
         if (prepared_.watcher > 0) return ok_status();
         if (session_ < 0 || ending_at_ != 0) return fail(Exit::internal, "no session jail to attach to");
-        const UniqueFd netns = c_.dir.open_attach_netns(uid());
-        const Request r{JailAction::attach, kPreparedSession, {}, netns.valid()};
+        const bool joins = c_.attach_netns.valid();
+        const Request r{JailAction::attach, kPreparedSession, {}, joins};
         auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, CallerEnv{}, c_.pam_env);
         if (!plan) return plan.error();
         const UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
@@ -611,14 +605,14 @@ private:
             return fail(Exit::internal, "socketpair failed");
         UniqueFd ours(chan[0]);
         const UniqueFd theirs(chan[1]);
-        auto start = AttachJailStart::make(plan.value(), Stdio{{null.get(), null.get(), null.get()}}, netns.get(),
+        auto start = AttachJailStart::make(plan.value(), Stdio{{null.get(), null.get(), null.get()}}, c_.attach_netns.get(),
                                            ConnHandoff{theirs.get(), ours.get()});
         if (!start) return start.error();
         auto pid = start_jail(start.value(), TenantContext{&c_.limits, &c_.place});
         if (!pid) return pid.error();
         prepared_.watcher = pid.value();
         prepared_.chan = std::move(ours);
-        prepared_.joins_netns = netns.valid();
+        prepared_.joins_netns = joins;
         prepared_.argv = plan.value().argv;
         return ok_status();
     }
@@ -721,7 +715,6 @@ private:
     UserNet session_net_;
     int session_status_{-1};
     UniqueFd listener_;
-    bool attach_netns_;
     std::time_t ending_at_{0};
     std::time_t idle_until_{0};
     OwnerEnd end_;

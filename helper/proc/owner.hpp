@@ -38,7 +38,7 @@ struct OwnerContext {
     Rlimits limits;          // the tenant's, as pam_limits set them
     JailPlacement place;     // the jails leaf, RLIMIT_NPROC = tasks_max
     const TenantCreds* net;  // slirp4netns's credentials (network = isolated), else null
-    bool attach_netns;       // the tenant's empty namespace for attach jails exists
+    UniqueFd attach_netns;   // the tenant's empty namespace for attach jails (net.cpp:make_empty_netns), if made
     // Starts the session jail (its tmux up) for an attach that finds none.
     std::function<Result<SessionJail>()> start_session;
     // PAM's account check for a connection of `caller` (PAM_RUSER), made

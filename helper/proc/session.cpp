@@ -309,11 +309,11 @@ int serve_session(const SessionStart& s, int report_fd, pid_t first_child) {
     if (fault::fail("old_record")) rec.version = 1;
     if (up && (rec.start_ticks == 0 || rec.boot_id.empty()))
         up = fail(Exit::internal, "cannot read this process's start time");
-    bool attach_netns = false;
+    UniqueFd attach_netns;
     if (up) {
-        const auto made = dir.make_attach_netns(t.uid);
-        attach_netns = made.ok();
-        if (!made) log::audit("warn", made.error().message + "; every attach jail makes its own");
+        auto made = make_empty_netns();
+        if (made) attach_netns = std::move(made).value();
+        else log::audit("warn", made.error().message + "; every attach jail makes its own");
     }
     //    What this jail starts with, for `list` and `check` to compare
     //    with the config file later (jail_settings.hpp).
@@ -326,7 +326,6 @@ int serve_session(const SessionStart& s, int report_fd, pid_t first_child) {
     }
     if (up) up = dir.write(rec);
     if (!up) {
-        if (attach_netns) dir.remove_attach_netns(t.uid);
         if (listener.valid()) (void)::unlinkat(dir.fd(), endpoint_name(t.uid).c_str(), 0);
         if (jail && jail.value().watcher > 0) {
             ::kill(jail.value().watcher, SIGKILL);
@@ -346,7 +345,7 @@ int serve_session(const SessionStart& s, int report_fd, pid_t first_child) {
     //    jail, attach and one-off jails); then every jail ends, and PAM
     //    closes, once. `stop` ends the jails by their cgroup, whatever they
     //    did (setsid, double forks, stopped processes).
-    OwnerContext oc{s, dir, pam_env, tenant_limits, place, net_creds, attach_netns,
+    OwnerContext oc{s, dir, pam_env, tenant_limits, place, net_creds, std::move(attach_netns),
                     [&] { return start_session_jail(s, serve.value(), pam_env, tenant_limits, place, net_creds); },
                     nullptr};
     if (pam)
@@ -432,12 +431,6 @@ std::optional<SupervisorRecord> find_session_jail(uid_t uid) {
     auto r = dir.value().read(uid);
     if (!r || !record_is_live(*r)) return std::nullopt;
     return r;
-}
-
-UniqueFd open_attach_netns(const SupervisorRecord& r) {
-    auto dir = RuntimeDir::open();
-    if (!dir) return UniqueFd();
-    return dir.value().open_attach_netns(r.uid);
 }
 
 bool session_jail_ended(const SupervisorRecord& r, int millis) {

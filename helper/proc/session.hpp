@@ -43,11 +43,6 @@ Result<SupervisorRecord> ensure_session_jail(const SessionStart& start);
 // The live session jail of `uid`, if any (read-only).
 std::optional<SupervisorRecord> find_session_jail(uid_t uid);
 
-// The tenant's empty network namespace that the session jail of record
-// `r` holds for its attach jails (RuntimeDir::open_attach_netns); invalid
-// if there is none.
-UniqueFd open_attach_netns(const SupervisorRecord& r);
-
 // Whether the session jail of record `r` has ended, or ends within
 // `millis`: its supervisor is gone. An attach that found no tmux server
 // raced with the end of that jail (its last session ended, and the record

@@ -203,12 +203,9 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
         out.append(", nested sandbox ").append(pl.nested_sandbox ? "allowed" : "not allowed");
         out.append(", network ").append(jail_net_name(pl.net)).append("\n");
         if (req.action == JailAction::attach)
-            out.append("# at attach, the jail joins the tenant's empty network namespace when its session jail holds "
-                       "one (")
-                .append(CLIHOST_JAIL_RUNTIME_DIR)
-                .append("/")
-                .append(std::to_string(p.tenant->account.uid))
-                .append(".netns), as root before the drop, and bwrap runs without --unshare-net\n");
+            out.append("# at attach, the jail joins the tenant's empty network namespace, which its supervisor "
+                       "holds while the session jail runs, as root before the drop, and bwrap runs without "
+                       "--unshare-net\n");
         for (const auto& w : pl.warnings) out.append("# warning: ").append(w).append("\n");
         out += render(pl);
         // An attach jail starts before its connection; its stub then execs

@@ -6,7 +6,7 @@ import pwd
 import shlex
 import subprocess
 
-from conftest import PROXY, RUNTIME_DIR, STUB_TARGET, new_session, routes_closed
+from conftest import PROXY, STUB_TARGET, new_session, routes_closed
 
 
 def test_check_reports_a_startable_jail(host, alice):
@@ -93,12 +93,11 @@ def test_print_is_the_exact_plan_and_runs_as_printed(host, alice):
     assert lines[0].endswith(", network isolated"), lines[0]
     assert lines[2].startswith(f"# clihost-jail plan: attach jail, tenant {alice}, session {s}, /proc private")
     assert lines[2].endswith(", network none"), lines[2]
-    uid = pwd.getpwnam(alice).pw_uid
-    # What the printed attach argv becomes when the session jail holds the
+    # What the printed attach argv becomes when the supervisor holds the
     # tenant's empty network namespace (test_network.py runs it).
     assert out[out.index(lines[2]) + 1] == (
-        "# at attach, the jail joins the tenant's empty network namespace when its session jail holds one "
-        f"({RUNTIME_DIR}/{uid}.netns), as root before the drop, and bwrap runs without --unshare-net"), out
+        "# at attach, the jail joins the tenant's empty network namespace, which its supervisor holds while the "
+        "session jail runs, as root before the drop, and bwrap runs without --unshare-net"), out
     net = out[out.index(lines[1]) + 1:out.index(lines[2])]
     uid = pwd.getpwnam(alice).pw_uid
     assert net == [f"# network: run as uid {uid} with group clihost-jail-net only, on the jail's namespaces:",

@@ -28,7 +28,8 @@ import uuid
 import pytest
 
 import netpeer
-from conftest import (PROXY, REPO, RUNTIME_DIR, TENANTS, attach_clients, front_and_supervisor_lines, new_session, pid_lines,
+from conftest import (PROXY, REPO, RUNTIME_DIR, TENANTS, attach_clients, front_and_supervisor_lines, install_faults_bin,
+                      new_session, pid_lines,
                       pids, proc_status,
                       routes_closed, start_as, wait_until)
 from ptyutil import PtyProcess
@@ -574,16 +575,41 @@ def test_the_attach_jail_has_no_network(host, alice, net, terms, mode):
         assert got[0] != "ok:" + host_netns() and sorted(jail_ifaces) == ["lo", "tap0"], got
 
 
-def _attach_netns(tenant):
-    """The tenant's empty network namespace its session jail holds for the
-    attach jails: RUNTIME_DIR/UID.netns, as readlink shows a namespace."""
-    path = os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(tenant).pw_uid}.netns")
-    return path, f"net:[{os.stat(path).st_ino}]"
+def _attach_netns(host, tenant):
+    """The tenant's empty network namespace its supervisor holds for the
+    attach jails (a descriptor: no name, no mount), as readlink shows it:
+    the one network namespace among the supervisor's descriptors."""
+    fds = f"/proc/{_supervisor_of(host, tenant)}/fd"
+    held = set()
+    for fd in os.listdir(fds):
+        try:
+            link = os.readlink(os.path.join(fds, fd))
+        except OSError:
+            continue
+        if link.startswith("net:["):
+            held.add(link)
+    assert len(held) == 1, held
+    return held.pop()
 
 
-def _mounted_at(path):
+def _ns_holders(ns):
+    """Every process in network namespace `ns` or holding a descriptor of it."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            links = [os.readlink(f"/proc/{pid}/ns/net")]
+            links += [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            continue
+        if ns in links:
+            out.append(int(pid))
+    return out
+
+
+def _nsfs_mounts():
+    """Mounts of namespace files on the host (`ip netns`' kind, or ours)."""
     with open("/proc/self/mountinfo") as f:
-        return sum(1 for l in f if l.split()[4] == path)
+        return [l.split()[4] for l in f if " - nsfs " in l]
 
 
 def _addresses(pid):
@@ -601,17 +627,19 @@ def test_a_tenants_attach_jails_share_one_empty_namespace_that_reaches_nothing(h
     loopback has no address, and the tenant cannot bring it up. The
     controls: the same probes from the session jail, which shares the
     host's network here (network = host), reach every target; the tenant
-    brings up the loopback of a namespace it owns. After `stop` the
-    namespace's name and mount are gone."""
+    brings up the loopback of a namespace it owns. The supervisor holds the
+    namespace as a descriptor: no name, no mount on the host (a mount per
+    tenant would make every bwrap's start, which copies the host's mounts,
+    cost more with each tenant). After `stop` nothing holds it any more."""
     conf = net.config("host")
     for t in (alice, bob):
         host.run_root([host.bin, "stop", "--user", t])
     t1 = _session(host, alice, terms, config=conf)
     t2 = _session(host, alice, terms, config=conf)
     tb = _session(host, bob, terms, config=conf)
-    path, ns = _attach_netns(alice)
-    bpath, bns = _attach_netns(bob)
-    assert _mounted_at(path) == 1 and _mounted_at(bpath) == 1
+    mounts = _nsfs_mounts()
+    ns, bns = _attach_netns(host, alice), _attach_netns(host, bob)
+    assert not [m for m in mounts if m.startswith(RUNTIME_DIR)], mounts
     clients = attach_clients(alice)
     assert len(clients) == 2, clients
     assert [os.readlink(f"/proc/{c}/ns/net") for c in clients] == [ns, ns]
@@ -651,55 +679,64 @@ def test_a_tenants_attach_jails_share_one_empty_namespace_that_reaches_nothing(h
     for t in (t2, tb):
         t.hangup()
     host.run_root([host.bin, "stop", "--user", alice])
-    assert not os.path.exists(path) and _mounted_at(path) == 0
-    assert os.path.exists(bpath) and _mounted_at(bpath) == 1
+    assert wait_until(lambda: not _ns_holders(ns), 5), _ns_holders(ns)
+    assert _supervisor_of(host, bob) in _ns_holders(bns), _ns_holders(bns)
     host.run_root([host.bin, "stop", "--user", bob])
-    assert not os.path.exists(bpath) and _mounted_at(bpath) == 0
+    assert wait_until(lambda: not _ns_holders(bns), 5), _ns_holders(bns)
 
 
 def test_an_attach_jail_without_the_tenants_namespace_makes_its_own(host, alice, net, terms):
-    """The tenant's namespace gone while its session jail runs (its name
-    unmounted and removed): a new connection still attaches, in a namespace
-    of its own (not the host's, not the old one), and says so in its audit
-    line. Never a client with the host's network."""
+    """The supervisor could not make the tenant's empty namespace (fault
+    `attach_netns`): it says so in an audit warning, and a connection still
+    attaches, in a namespace of its own (not the host's), and says so in
+    its audit line. Never a client with the host's network. The control:
+    without the fault, the client is in the namespace the supervisor holds."""
     host.run_root([host.bin, "stop", "--user", alice])
-    _session(host, alice, terms, config=net.isolated)
-    path, ns = _attach_netns(alice)
-    # Lazily, as the helper removes it (the connection's helper holds it open).
-    sh("umount", "--lazy", path)
-    os.unlink(path)
-    before = set(attach_clients(alice))
-    t = _session(host, alice, terms, config=net.isolated)
-    (client,) = set(attach_clients(alice)) - before
+    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_CONFIG": net.isolated,
+           "CLIHOST_JAIL_FAULT": "attach_netns"}
+    t = PtyProcess([install_faults_bin(host), "run", "--user", alice, "--session", new_session()], env=env)
+    terms.append(t)
+    t.write("echo READY_$((40+2))\r")
+    assert t.wait_for("READY_42", 20), t.output()[-2000:]
+    warned = host.audit_lines("cannot make the attach jails' network namespace", want=1)
+    assert warned and "every attach jail makes its own" in warned[-1], warned
+    (client,) = attach_clients(alice)
     own = os.readlink(f"/proc/{client}/ns/net")
-    assert own not in (host_netns(), ns)
+    assert own != host_netns()
     assert _ifaces(client) == ["lo"]
-    # The supervisor's allow line for this connection's attach jail.
     lines = host.audit_lines("attach jail started by supervisor", want=1)
     assert ", network none" in lines[-1] and "empty namespace" not in lines[-1], lines[-1]
-    t.hangup()
+    host.run_root([host.bin, "stop", "--user", alice])
+    # The control.
+    _session(host, alice, terms, config=net.isolated)
+    (client,) = attach_clients(alice)
+    assert os.readlink(f"/proc/{client}/ns/net") == _attach_netns(host, alice)
+    lines = host.audit_lines("attach jail started by supervisor", want=1)
+    assert "empty namespace" in lines[-1], lines[-1]
 
 
-def test_a_killed_supervisors_namespace_is_replaced_or_removed(host, alice, net, terms):
-    """SIGKILL to the supervisor leaves its namespace's mount (nothing of it
-    runs any more); the next session jail replaces it with a new one (one
-    mount, a new namespace), and `stop` on a dead record removes it."""
+def test_a_killed_supervisors_namespace_ends_with_its_jails(host, alice, net, terms):
+    """SIGKILL to the supervisor leaves nothing of its namespace on the host
+    (no name, no mount): it ends once its attach jails have; the next
+    session jail's supervisor holds a new one, and `stop` on the dead
+    record finds nothing to remove."""
     host.run_root([host.bin, "stop", "--user", alice])
     t = _session(host, alice, terms, config=net.isolated)
-    path, ns = _attach_netns(alice)
+    ns = _attach_netns(host, alice)
     os.kill(_supervisor_of(host, alice), 9)
     assert t.wait(20) is not None
-    assert _mounted_at(path) == 1
+    assert wait_until(lambda: not _ns_holders(ns), 20), _ns_holders(ns)
+    assert not os.path.exists(os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(alice).pw_uid}.netns"))
     _session(host, alice, terms, config=net.isolated)
-    path, renewed = _attach_netns(alice)
-    assert renewed != ns and _mounted_at(path) == 1
+    renewed = _attach_netns(host, alice)
+    assert renewed != ns
     (client,) = attach_clients(alice)
     assert os.readlink(f"/proc/{client}/ns/net") == renewed
     os.kill(_supervisor_of(host, alice), 9)
     assert wait_until(lambda: not attach_clients(alice), 20)
+    assert wait_until(lambda: not _ns_holders(renewed), 20), _ns_holders(renewed)
     r = host.run_root([host.bin, "stop", "--user", alice])
     assert r.returncode == 0 and "no session jail was running" in r.stdout, r
-    assert not os.path.exists(path) and _mounted_at(path) == 0
 
 
 @pytest.mark.parametrize("pam", ["true", "false"])
