@@ -60,6 +60,17 @@ Result<TenantCgroup> place_supervisor(const Limits& limits, uid_t uid) {
     const auto resolved =
         resolve_limits(limits, available_memory(host, slice_cgroup(kTenantSlice), meminfo.value()));
     if (auto st = enter_tenant_scope(uid, scope_properties(resolved, ::getpid(), uid)); !st) return st.error();
+    // v1: systemd moves this process into the scope in its own hierarchy
+    // first, then in each controller's it realized the scope in (a
+    // delegated scope with limits: memory, pids, cpu). The leaves go in
+    // after that move, or it would take this process out of its leaf.
+    if (host.version == CgroupVersion::v1)
+        for (const auto& h : host.hierarchies) {
+            struct stat st{};
+            const bool managed = h.controller == "memory" || h.controller == "pids" || h.controller == "cpu";
+            if (managed && ::stat((h.mount + "/" + rel).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+                if (auto moved = wait_moved(h.controller, "/" + rel); !moved) return moved.error();
+        }
     if (host.version == CgroupVersion::v2 && !host.hierarchies.empty()) {
         // v2: no process in an inner node, and the scope hands its
         // controllers down only once it is empty; this process first.

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string_view>
 
 #include "base/file_read.hpp"
 #include "version.hpp"
@@ -132,30 +133,40 @@ int append_property(const SdBus& sd, Message* m, const UnitProperty& p) {
     return r;
 }
 
-// This process's cgroup in systemd's own hierarchy: the v1
-// name=systemd line where there is one (legacy and hybrid layouts), else
-// the unified "0::" line (cgroup v2; in a legacy layout systemd leaves that
-// one alone).
-std::string systemd_cgroup() {
+// This process's cgroup in the hierarchy whose /proc/self/cgroup line
+// names `controller` among its controllers ("name=systemd"; "" is the
+// unified "0::" line), if there is such a line.
+std::optional<std::string> own_cgroup(std::string_view controller) {
     auto text = read_bounded("/proc/self/cgroup", 1 << 16);
-    if (!text) return "";
+    if (!text) return std::nullopt;
     const std::string& t = text.value();
-    std::optional<std::string> named, unified;
     std::size_t pos = 0;
     while (pos < t.size()) {
         auto nl = t.find('\n', pos);
         if (nl == std::string::npos) nl = t.size();
-        const std::string line = t.substr(pos, nl - pos);
+        const std::string_view line = std::string_view(t).substr(pos, nl - pos);
         pos = nl + 1;
         const auto a = line.find(':');
-        const auto b = a == std::string::npos ? a : line.find(':', a + 1);
-        if (b == std::string::npos) continue;
-        const std::string controllers = line.substr(a + 1, b - a - 1);
-        if (controllers == "name=systemd") named = line.substr(b + 1);
-        if (controllers.empty()) unified = line.substr(b + 1);
+        const auto b = a == std::string_view::npos ? a : line.find(':', a + 1);
+        if (b == std::string_view::npos) continue;
+        const std::string_view controllers = line.substr(a + 1, b - a - 1);
+        for (std::size_t from = 0;;) {
+            const auto comma = controllers.find(',', from);
+            if (controllers.substr(from, comma == std::string_view::npos ? comma : comma - from) == controller)
+                return std::string(line.substr(b + 1));
+            if (comma == std::string_view::npos) break;
+            from = comma + 1;
+        }
     }
-    if (named) return *named;
-    return unified.value_or("");
+    return std::nullopt;
+}
+
+// This process's cgroup in systemd's own hierarchy: the v1 name=systemd
+// line where there is one (legacy and hybrid layouts), else the unified
+// "0::" line (cgroup v2; in a legacy layout systemd leaves that one alone).
+std::string systemd_cgroup() {
+    if (auto named = own_cgroup("name=systemd")) return *named;
+    return own_cgroup("").value_or("");
 }
 
 }  // namespace
@@ -199,6 +210,17 @@ Status enter_tenant_scope(uid_t uid, const std::vector<UnitProperty>& props) {
     }
     return fail(Exit::host, "systemd did not move the supervisor into " + name + " within 5 s (it is in " +
                                 (now.empty() ? "no cgroup of systemd's" : now) + ")");
+}
+
+Status wait_moved(const std::string& controller, const std::string& cgroup) {
+    std::optional<std::string> now;
+    for (int waited = 0; waited < kMoveWaitMs; waited += 10) {
+        if ((now = own_cgroup(controller)) == cgroup) return ok_status();
+        timespec ts{0, 10'000'000};
+        ::nanosleep(&ts, nullptr);
+    }
+    return fail(Exit::host, "systemd did not move the supervisor into " + cgroup + " of the " + controller +
+                                " hierarchy within 5 s (it is in " + now.value_or("none") + ")");
 }
 
 }  // namespace clihost

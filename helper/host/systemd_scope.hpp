@@ -30,4 +30,10 @@ bool systemd_booted();
 // cgroup in systemd's own hierarchy. Any failure is Exit::host, one line.
 Status enter_tenant_scope(uid_t uid, const std::vector<UnitProperty>& props);
 
+// Waits (5 s at most) until /proc/self/cgroup shows this process at
+// `cgroup` in the v1 hierarchy of `controller`. systemd moves a scope's
+// process into its own hierarchy first and into each controller's after
+// that: a leaf entered before the move would be undone by it. Exit::host.
+Status wait_moved(const std::string& controller, const std::string& cgroup);
+
 }  // namespace clihost
