@@ -169,6 +169,18 @@ std::string systemd_cgroup() {
     return own_cgroup("").value_or("");
 }
 
+// Polls `where()` every 10 ms until it is `want`, kMoveWaitMs at most;
+// `now` is what it said last.
+template <class Where>
+bool wait_until_in(Where where, const std::string& want, std::string& now) {
+    for (int waited = 0; waited < kMoveWaitMs; waited += 10) {
+        if ((now = where()) == want) return true;
+        timespec ts{0, 10'000'000};
+        ::nanosleep(&ts, nullptr);
+    }
+    return false;
+}
+
 }  // namespace
 
 bool systemd_booted() {
@@ -203,24 +215,16 @@ Status enter_tenant_scope(uid_t uid, const std::vector<UnitProperty>& props) {
     std::string want(1, '/');
     want.append(tenant_scope_cgroup(uid));
     std::string now;
-    for (int waited = 0; waited < kMoveWaitMs; waited += 10) {
-        if ((now = systemd_cgroup()) == want) return ok_status();
-        timespec ts{0, 10'000'000};
-        ::nanosleep(&ts, nullptr);
-    }
+    if (wait_until_in(systemd_cgroup, want, now)) return ok_status();
     return fail(Exit::host, "systemd did not move the supervisor into " + name + " within 5 s (it is in " +
                                 (now.empty() ? "no cgroup of systemd's" : now) + ")");
 }
 
 Status wait_moved(const std::string& controller, const std::string& cgroup) {
-    std::optional<std::string> now;
-    for (int waited = 0; waited < kMoveWaitMs; waited += 10) {
-        if ((now = own_cgroup(controller)) == cgroup) return ok_status();
-        timespec ts{0, 10'000'000};
-        ::nanosleep(&ts, nullptr);
-    }
+    std::string now;
+    if (wait_until_in([&] { return own_cgroup(controller).value_or("none"); }, cgroup, now)) return ok_status();
     return fail(Exit::host, "systemd did not move the supervisor into " + cgroup + " of the " + controller +
-                                " hierarchy within 5 s (it is in " + now.value_or("none") + ")");
+                                " hierarchy within 5 s (it is in " + now + ")");
 }
 
 }  // namespace clihost

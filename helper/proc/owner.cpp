@@ -95,7 +95,6 @@ constexpr const char* kPreparedSession = "prepared";
 struct Prepared {
     pid_t watcher{-1};
     UniqueFd chan;
-    bool joins_netns{false};
     bool ready{false};  // its watcher said "ok" (bwrap started) on `chan`
     std::vector<std::string> argv;
 };
@@ -553,7 +552,7 @@ private:
     Status hand_to_attach_jail(Conn& c, const HandoverRequest& rq, const std::vector<UniqueFd>& fds) {
         for (int attempt = 0; attempt < 2; ++attempt) {
             if (auto st = prepare_attach(); !st) return st;
-            const Request r{JailAction::attach, rq.session, {}, prepared_.joins_netns};
+            const Request r{JailAction::attach, rq.session, {}, c_.attach_netns.valid()};
             auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, rq.extra_env, c_.pam_env);
             if (!plan) return plan.error();
             if (plan.value().argv != prepared_.argv)
@@ -594,8 +593,7 @@ private:
     Status prepare_attach() {
         if (prepared_.watcher > 0) return ok_status();
         if (session_ < 0 || ending_at_ != 0) return fail(Exit::internal, "no session jail to attach to");
-        const bool joins = c_.attach_netns.valid();
-        const Request r{JailAction::attach, kPreparedSession, {}, joins};
+        const Request r{JailAction::attach, kPreparedSession, {}, c_.attach_netns.valid()};
         auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, CallerEnv{}, c_.pam_env);
         if (!plan) return plan.error();
         const UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
@@ -612,7 +610,6 @@ private:
         if (!pid) return pid.error();
         prepared_.watcher = pid.value();
         prepared_.chan = std::move(ours);
-        prepared_.joins_netns = joins;
         prepared_.argv = plan.value().argv;
         return ok_status();
     }
