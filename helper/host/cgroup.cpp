@@ -182,8 +182,9 @@ Result<TenantCgroup> TenantCgroup::setup_at(const CgroupHost& host, const Limits
             // (subtree_control), or the leaves have no limit files.
             if (host.version == CgroupVersion::v2) {
                 const auto have = read_file(dir + "/cgroup.controllers").value_or("");
-                for (const char* c : {"memory", "pids", "cpu"})
-                    if (have.find(c) != std::string::npos) (void)write_file(dir + "/cgroup.subtree_control", std::string("+") + c);
+                for (const std::string_view c : kLimitedControllers)
+                    if (have.find(c) != std::string::npos)
+                        (void)write_file(dir + "/cgroup.subtree_control", "+" + std::string(c));
             }
             dir.append(1, '/').append(rel, pos, slash - pos);  // not "/" + substr: as in available_memory
             made = make_dir(dir);
@@ -191,8 +192,8 @@ Result<TenantCgroup> TenantCgroup::setup_at(const CgroupHost& host, const Limits
         }
         if (made && host.version == CgroupVersion::v2) {
             const auto have = read_file(dir + "/cgroup.controllers").value_or("");
-            for (const char* c : {"memory", "pids", "cpu"})
-                if (have.find(c) != std::string::npos) (void)write_file(dir + "/cgroup.subtree_control", std::string("+") + c);
+            for (const std::string_view c : kLimitedControllers)
+                if (have.find(c) != std::string::npos) (void)write_file(dir + "/cgroup.subtree_control", "+" + std::string(c));
         }
         if (made) made = make_dir(dir + "/supervisor");
         if (made) made = make_dir(dir + "/jails");

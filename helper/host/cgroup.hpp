@@ -7,15 +7,22 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.hpp"
 #include "decide/limits.hpp"
 
 namespace clihost {
+
+// The controllers a tenant's limits are written to (limits.hpp): on v2
+// handed down to the tenant's cgroup, on v1 the hierarchies systemd
+// realizes a delegated scope with limits in (placement.cpp).
+inline constexpr std::array<std::string_view, 3> kLimitedControllers{"memory", "pids", "cpu"};
 
 struct CgroupHierarchy {
     std::string controller;  // v1: memory, pids, cpu, freezer; v2: ""

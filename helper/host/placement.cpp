@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -67,7 +68,8 @@ Result<TenantCgroup> place_supervisor(const Limits& limits, uid_t uid) {
     if (host.version == CgroupVersion::v1)
         for (const auto& h : host.hierarchies) {
             struct stat st{};
-            const bool managed = h.controller == "memory" || h.controller == "pids" || h.controller == "cpu";
+            const bool managed = std::find(kLimitedControllers.begin(), kLimitedControllers.end(), h.controller) !=
+                                 kLimitedControllers.end();
             if (managed && ::stat((h.mount + "/" + rel).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
                 if (auto moved = wait_moved(h.controller, "/" + rel); !moved) return moved.error();
         }
