@@ -25,6 +25,13 @@ constexpr long kCgroup2Magic = 0x63677270;    // CGROUP2_SUPER_MAGIC
 constexpr std::size_t kMaxCgroupFile = 1 << 20;
 constexpr const char* kV1Controllers[] = {"memory", "pids", "cpu", "freezer"};
 
+// A line for cgroup.subtree_control that hands controller `c` down.
+std::string enable(std::string_view c) {
+    std::string line(1, '+');
+    line.append(c);
+    return line;
+}
+
 bool exists(const std::string& path) {
     struct stat st{};
     return ::stat(path.c_str(), &st) == 0;
@@ -183,8 +190,7 @@ Result<TenantCgroup> TenantCgroup::setup_at(const CgroupHost& host, const Limits
             if (host.version == CgroupVersion::v2) {
                 const auto have = read_file(dir + "/cgroup.controllers").value_or("");
                 for (const std::string_view c : kLimitedControllers)
-                    if (have.find(c) != std::string::npos)
-                        (void)write_file(dir + "/cgroup.subtree_control", "+" + std::string(c));
+                    if (have.find(c) != std::string::npos) (void)write_file(dir + "/cgroup.subtree_control", enable(c));
             }
             dir.append(1, '/').append(rel, pos, slash - pos);  // not "/" + substr: as in available_memory
             made = make_dir(dir);
@@ -193,7 +199,7 @@ Result<TenantCgroup> TenantCgroup::setup_at(const CgroupHost& host, const Limits
         if (made && host.version == CgroupVersion::v2) {
             const auto have = read_file(dir + "/cgroup.controllers").value_or("");
             for (const std::string_view c : kLimitedControllers)
-                if (have.find(c) != std::string::npos) (void)write_file(dir + "/cgroup.subtree_control", "+" + std::string(c));
+                if (have.find(c) != std::string::npos) (void)write_file(dir + "/cgroup.subtree_control", enable(c));
         }
         if (made) made = make_dir(dir + "/supervisor");
         if (made) made = make_dir(dir + "/jails");
