@@ -261,16 +261,24 @@ def _read_auth_log():
     return _AUTH_LOG.read()
 
 
-def log_lines(select, want=1, timeout=5.0):
+def log_lines(select, want=1, timeout=5.0, until=None):
     """The auth-log lines for which select(line) is true, once there are
-    `want` of them or `timeout` seconds have passed (syslog writes them
-    asynchronously)."""
+    `want` of them (and, given `until`, one of them for which until(line)
+    is true) or `timeout` seconds have passed (syslog writes them
+    asynchronously, and processes write them in no fixed order)."""
     deadline = time.time() + timeout
     while True:
         lines = [l for l in _read_auth_log() if select(l)]
-        if len(lines) >= want or time.time() >= deadline:
+        done = len(lines) >= want and (until is None or any(until(l) for l in lines))
+        if done or time.time() >= deadline:
             return lines
         time.sleep(0.1)
+
+
+def pam_closed(line):
+    """A supervisor's last line: its PAM session closed. It comes after the
+    jail's own end line, and may come after the front has returned."""
+    return "PAM session closed" in line
 
 
 def logged_at(line):
@@ -587,9 +595,10 @@ class Host:
                 "--", "/bin/sh", "-c", script]
 
     # --- observing ------------------------------------------------------------
-    def audit_lines(self, token, want=1, timeout=5.0):
-        """auth.log lines containing token (waits for syslog to write them)."""
-        return log_lines(lambda l: token in l, want, timeout)
+    def audit_lines(self, token, want=1, timeout=5.0, until=None):
+        """auth.log lines containing token (waits for syslog to write them;
+        with `until`, also for a line it is true of: log_lines)."""
+        return log_lines(lambda l: token in l, want, timeout, until)
 
     def processes_of(self, user):
         return pids(uid=pwd.getpwnam(user).pw_uid)

@@ -20,7 +20,7 @@ import pytest
 
 from attackutil import INSIDE, MARK_C, Guard, _cc, assert_inside, assert_refusal_line, guard, has_tmux_session, \
     payloads, pid_audit, pids_named, spawn, tmux_sock, wait_until  # noqa: F401 (fixtures)
-from conftest import NON_TENANT, PROXY, new_session, routes_closed
+from conftest import NON_TENANT, PROXY, new_session, pam_closed, routes_closed
 from ptyutil import PtyProcess
 
 BASE = {"PATH": "/usr/bin:/bin"}
@@ -37,7 +37,7 @@ def launch_inside(host, tenant, env, extra=""):
 
 
 def assert_allowed_and_audited(host, s):
-    lines = host.audit_lines(f"session={s}", want=2)
+    lines = host.audit_lines(f"session={s}", want=2, until=pam_closed)
     assert any("decision=allow" in l for l in lines), lines
     assert any("decision=exit" in l and "PAM session closed" in l for l in lines), lines
 

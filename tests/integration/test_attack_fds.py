@@ -8,7 +8,7 @@ import pytest
 
 from attackutil import INSIDE, assert_inside, assert_refusal_line, guard, payloads, pid_audit, pid_lines, \
     snapshot, spawn  # noqa: F401 (fixtures)
-from conftest import NON_TENANT, PROXY, new_session
+from conftest import NON_TENANT, PROXY, new_session, pam_closed
 
 
 def free_fds(n, start):
@@ -87,7 +87,8 @@ def test_root_only_descriptors_do_not_reach_the_jail(host, alice, guard, caller)
     for word in ["REOPENED", "READ", "LISTED", "WROTE"]:
         assert word not in r.stdout, r.stdout
     assert "root-only canary" not in r.stdout and "root log" not in r.stdout
-    assert any("PAM session closed" in l for l in host.audit_lines(f"session={s}", want=2))
+    lines = host.audit_lines(f"session={s}", want=2, until=pam_closed)
+    assert any("PAM session closed" in l for l in lines), lines
     guard.check()
 
 

@@ -21,8 +21,8 @@ import pytest
 
 from attackutil import INSIDE, assert_inside, guard, payloads, live_processes, pid_audit, \
     pids_named, start_jail, wait_no_live  # noqa: F401 (fixtures)
-from conftest import RUNTIME_DIR, PROXY, log_lines, logged_at, new_session, pid_lines, proc_children, proc_exe, \
-    proc_state, proc_status, spawn, start_as, wait_until
+from conftest import RUNTIME_DIR, PROXY, log_lines, logged_at, new_session, pam_closed, pid_lines, proc_children, \
+    proc_exe, proc_state, proc_status, spawn, start_as, wait_until
 
 
 def pam_lines(host, p, timeout=3.0, tenant="ctj-alice"):
@@ -246,9 +246,11 @@ def test_signal_during_bwrap_setup_leaves_no_jail(host, alice, guard, sig, slow_
                 bad.append(("jail outlived the helper", [
                     (q, open(f"/proc/{q}/cmdline").read().replace("\0", " ")[:40]) for q in live_processes(host, alice)]))
             kill_leftovers(host, alice)
-            lines = host.audit_lines(f"session={s}", want=2 if sig == signal.SIGTERM else 1)
+            closes = sig == signal.SIGTERM and not hung
+            lines = host.audit_lines(f"session={s}", want=2 if sig == signal.SIGTERM else 1,
+                                     until=pam_closed if closes else None)
             assert any("decision=allow" in l for l in lines), lines
-            if sig == signal.SIGTERM and not hung:
+            if closes:
                 assert p.returncode == 128 + sig, p.returncode
                 opened, closed = pam_lines(host, p)
                 assert (opened, closed) == (1, 1), (opened, closed)
@@ -273,7 +275,8 @@ def test_signal_from_the_caller_during_the_run_ends_the_jail(host, alice, guard,
     assert k.returncode == 0, k.stderr
     p.wait(timeout=10)
     assert_nothing_left(host, alice)
-    lines = host.audit_lines(f"session={s}", want=1 if sig == signal.SIGKILL else 2)
+    lines = host.audit_lines(f"session={s}", want=1 if sig == signal.SIGKILL else 2,
+                             until=None if sig == signal.SIGKILL else pam_closed)
     assert any("decision=allow" in l for l in lines), lines
     if sig != signal.SIGKILL:  # SIGKILL cannot be caught: PAM stays open (documented)
         assert p.returncode == 128 + sig, p.returncode
@@ -289,7 +292,7 @@ def test_jail_ignoring_the_relayed_signal_still_ends(host, alice, guard):
     os.kill(p.pid, signal.SIGTERM)
     p.wait(timeout=10)
     assert_nothing_left(host, alice)
-    lines = host.audit_lines(f"session={s}", want=2)
+    lines = host.audit_lines(f"session={s}", want=2, until=pam_closed)
     assert any("PAM session closed" in l for l in lines), lines
     guard.check()
 
@@ -340,7 +343,7 @@ def test_signal_while_pam_opens(host, alice, guard, slow_pam, sig):
     assert pam_lines(host, p, timeout=5) == (1, 1)
     if sig == signal.SIGTERM:
         assert p.returncode == 128 + sig, p.returncode
-        lines = host.audit_lines(f"session={s}", want=3)
+        lines = host.audit_lines(f"session={s}", want=3, until=pam_closed)
         assert any("decision=exit" in l and "PAM session closed" in l for l in lines), lines
     else:
         assert p.returncode == -sig, p.returncode

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import PROXY, new_session, pids, wait_until
+from conftest import PROXY, new_session, pam_closed, pids, wait_until
 from ownerutil import ancestors
 from ptyutil import PtyProcess
 
@@ -36,7 +36,7 @@ def test_sigkill_of_the_caller_takes_the_whole_jail_and_closes_pam(host, alice):
     caller.wait()
     assert host.wait_gone(alice), host.processes_of(alice)
     assert wait_until(lambda: not host.helper_pids())
-    lines = host.audit_lines(f"session={s}", want=2)
+    lines = host.audit_lines(f"session={s}", want=2, until=pam_closed)
     assert any("PAM session closed" in l for l in lines), lines
 
 
@@ -48,7 +48,7 @@ def test_sigterm_to_the_helper_is_relayed_and_pam_closed(host, alice):
     os.kill(helper[0], signal.SIGTERM)
     assert host.wait_gone(alice)
     caller.wait(10)
-    lines = host.audit_lines(f"session={s}", want=2)
+    lines = host.audit_lines(f"session={s}", want=2, until=pam_closed)
     assert any("status 143" in l and "PAM session closed" in l for l in lines), lines
 
 
