@@ -25,7 +25,7 @@ import uuid
 
 import pytest
 
-from conftest import PROXY, TEST_CONFIG, TENANTS, pid_lines, pids, start_as, wait_until
+from conftest import PROXY, TEST_CONFIG, TENANTS, pid_lines, pids, refused, start_as, wait_until
 # The attack suites import these from here; they live in conftest (one spawn helper for every suite).
 from conftest import Ran, spawn  # noqa: F401 (re-exported)
 
@@ -36,9 +36,10 @@ INSIDE = ('echo "CTJ_INSIDE uid=$(id -u) sandbox=$TTYD_SANDBOX '
           'pidns=$(readlink /proc/self/ns/pid) pid=$$"')
 
 
-def pid_audit(host, r, want=1, timeout=5.0):
-    """The audit lines of the helper run r (a Ran)."""
-    return [l for l in pid_lines(host, r.pid, r.started, want, timeout) if "action=" in l]
+def pid_audit(host, r, want=1, timeout=5.0, until=None):
+    """The audit lines of the helper run r (a Ran); `until` as for
+    conftest.log_lines."""
+    return [l for l in pid_lines(host, r.pid, r.started, want, timeout, until) if "action=" in l]
 
 
 def assert_inside(host, tenant, stdout):
@@ -64,9 +65,10 @@ def assert_refusal_line(r, codes=(1, 2)):
 
 def assert_denied_in_audit(host, r, session=None):
     if session:
-        lines = host.audit_lines(f"session={session}")
+        # A refusal by the supervisor comes after the front's allow line.
+        lines = host.audit_lines(f"session={session}", until=refused)
     else:
-        lines = pid_audit(host, r)
+        lines = pid_audit(host, r, until=refused)
     assert any("decision=deny" in l or "decision=fail" in l for l in lines), (r, lines)
     for l in lines:  # the audit line cannot be split or forged by caller input
         assert l.count("action=") == 1 and "\x1b" not in l, l

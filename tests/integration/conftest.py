@@ -281,6 +281,12 @@ def pam_closed(line):
     return "PAM session closed" in line
 
 
+def refused(line):
+    """An audit line that refuses a request or says it failed; the
+    supervisor's comes after the front's allow line."""
+    return "decision=deny" in line or "decision=fail" in line
+
+
 def logged_at(line):
     """The time of a syslog line (rsyslog's ISO timestamp), or 0."""
     try:
@@ -289,23 +295,25 @@ def logged_at(line):
         return 0.0
 
 
-def pid_lines(host, pid, since, want=1, timeout=5.0):
+def pid_lines(host, pid, since, want=1, timeout=5.0, until=None):
     """Every syslog line of one helper process (tagged clihost-jail[PID]),
-    written since `since` (pids are reused; the log is not)."""
+    written since `since` (pids are reused; the log is not); `until` as
+    for log_lines."""
     tag = f"clihost-jail[{pid}]:"
-    return log_lines(lambda l: tag in l and logged_at(l) >= since - 1.0, want, timeout)
+    return log_lines(lambda l: tag in l and logged_at(l) >= since - 1.0, want, timeout, until)
 
 
-def front_and_supervisor_lines(host, r, want=1, timeout=5.0):
+def front_and_supervisor_lines(host, r, want=1, timeout=5.0, until=None):
     """The syslog lines of a front (a Ran or Popen with .pid, .started) and
     of the supervisor it handed over to (named in its "handing over to the
-    supervisor N" line): a one-off's allow line, its plan's warnings and PAM
-    are the supervisor's."""
+    supervisor N" line, the front's first): a one-off's allow line, its
+    plan's warnings and PAM are the supervisor's, and `until` waits for
+    one of those."""
     lines = pid_lines(host, r.pid, r.started, want, timeout)
     for l in lines:
         m = re.search(r"handing over to the supervisor (\d+)", l)
         if m:
-            lines += pid_lines(host, int(m.group(1)), r.started, want, timeout)
+            lines += pid_lines(host, int(m.group(1)), r.started, want, timeout, until)
             break
     return lines
 

@@ -20,7 +20,7 @@ import pytest
 
 from attackutil import INSIDE, MARK_C, Guard, _cc, assert_inside, assert_refusal_line, guard, has_tmux_session, \
     payloads, pid_audit, pids_named, spawn, tmux_sock, wait_until  # noqa: F401 (fixtures)
-from conftest import NON_TENANT, PROXY, new_session, pam_closed, routes_closed
+from conftest import NON_TENANT, PROXY, new_session, pam_closed, refused, routes_closed
 from ptyutil import PtyProcess
 
 BASE = {"PATH": "/usr/bin:/bin"}
@@ -49,7 +49,7 @@ def refusal_with(host, env):
     r.stderr = "".join(l for l in r.stderr.splitlines(True) if not l.startswith("ERROR: ld.so:"))
     assert_refusal_line(r, codes=(1,))
     assert "RAN" not in r.stdout
-    assert any("decision=deny" in l for l in pid_audit(host, r))
+    assert any("decision=deny" in l for l in pid_audit(host, r, until=refused))
 
 
 def test_ld_preload_and_ld_audit_are_not_loaded_into_the_setuid_helper(host, alice, payloads, guard):
@@ -241,8 +241,9 @@ def test_path_cannot_substitute_bwrap_tmux_or_sh(host, alice, payloads, guard):
     # The session jail starts (bwrap and tmux by absolute path), then its
     # supervisor refuses an attach whose front hands over no terminal.
     assert r.returncode == 1 and r.stderr == "clihost-jail: an attach hands over a terminal\n", r
-    assert any("decision=deny" in l and "an attach hands over a terminal" in l
-               for l in host.audit_lines(f"session={s2}", want=1))
+    no_tty = lambda l: "decision=deny" in l and "an attach hands over a terminal" in l
+    lines = host.audit_lines(f"session={s2}", until=no_tty)
+    assert any(no_tty(l) for l in lines), lines
     assert host.run_root([host.bin, "stop", "--user", alice]).returncode == 0
     assert host.wait_gone(alice), host.processes_of(alice)
     r = spawn([host.bin, "kill", "--user", alice, "--session", s2], env=env)

@@ -8,7 +8,7 @@ import pytest
 
 from attackutil import INSIDE, assert_inside, assert_refusal_line, guard, payloads, pid_audit, pid_lines, \
     snapshot, spawn  # noqa: F401 (fixtures)
-from conftest import NON_TENANT, PROXY, new_session, pam_closed
+from conftest import NON_TENANT, PROXY, new_session, pam_closed, refused
 
 
 def free_fds(n, start):
@@ -130,9 +130,10 @@ def test_closed_standard_descriptors_do_not_capture_output(host, alice, guard, c
     if 2 not in closed:
         assert_refusal_line(bad, codes=(1,))
         assert_refusal_line(usage, codes=(2,))
-    assert any("decision=exit" in l for l in host.audit_lines(f"session={s}", want=2))
-    assert any("decision=deny" in l for l in pid_audit(host, bad))
-    assert any("decision=deny" in l for l in pid_audit(host, usage))
+    lines = host.audit_lines(f"session={s}", want=2, until=lambda l: "decision=exit" in l)
+    assert any("decision=exit" in l for l in lines), lines
+    assert any("decision=deny" in l for l in pid_audit(host, bad, until=refused))
+    assert any("decision=deny" in l for l in pid_audit(host, usage, until=refused))
     for r in (ok, bad, usage):
         assert not foreign_syslog_lines(host, r), foreign_syslog_lines(host, r)
     guard.check()  # the policy, the PAM service and the binary are intact

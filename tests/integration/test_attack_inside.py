@@ -24,7 +24,7 @@ def jail_run(host, tenant, script, **kw):
     r = spawn(host.jail(tenant, INSIDE + "\n" + script, session=s), **kw)
     assert r.returncode == 0, r
     assert_inside(host, tenant, r.stdout)
-    lines = host.audit_lines(f"session={s}", want=2)
+    lines = host.audit_lines(f"session={s}", want=2, until=lambda l: "decision=exit" in l)
     assert any("decision=allow" in l for l in lines) and any("decision=exit" in l for l in lines), lines
     return r
 

@@ -501,7 +501,8 @@ def test_rlimit_fsize_zero(host, alice, guard):
         assert not cap_sys_resource(), r
         assert r.returncode == 4 and "cannot write" in r.stderr, r
     else:
-        assert any("decision=exit" in l for l in host.audit_lines(f"session={s}", want=2))
+        lines = host.audit_lines(f"session={s}", want=2, until=lambda l: "decision=exit" in l)
+        assert any("decision=exit" in l for l in lines), lines
     p = os.path.join(host.home(alice), "ctj-fsize")
     if os.path.exists(p):
         os.unlink(p)

@@ -59,6 +59,6 @@ def test_tiocsetd_and_tiocexcl_on_the_callers_terminal_fail_inside(host, alice, 
                  "JAIL TIOCSETD refused 1", "JAIL TIOCEXCL refused 1",  # EPERM, from the seccomp program
                  "HELPER_RC=0", "AFTER REOPEN ok"]:
         assert line in out, (line, out)
-    lines = host.audit_lines(f"session={s}", want=2)
+    lines = host.audit_lines(f"session={s}", want=2, until=lambda l: "decision=exit" in l)
     assert any("decision=allow" in l for l in lines) and any("decision=exit" in l for l in lines), lines
     guard.check()

@@ -102,8 +102,9 @@ def test_proxy_example_drives_the_real_helper(host, alice):
     # The reattached terminal shows the tenant's prompt, inside tmux.
     assert f"{alice}@" in res["shown"]
     assert host.wait_gone(alice)
-    lines = host.audit_lines(f"session={s}", want=4)
-    assert any(f"caller={PROXY}" in l and "action=kill" in l and "decision=allow" in l for l in lines), lines
+    killed = lambda l: f"caller={PROXY}" in l and "action=kill" in l and "decision=allow" in l
+    lines = host.audit_lines(f"session={s}", want=4, until=killed)
+    assert any(killed(l) for l in lines), lines
 
 
 RECONNECT_DRIVER = textwrap.dedent("""

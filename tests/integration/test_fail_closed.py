@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from conftest import PROXY, new_session
+from conftest import PROXY, new_session, refused
 
 
 def assert_closed(host, r, s, code, marker):
@@ -14,7 +14,7 @@ def assert_closed(host, r, s, code, marker):
     assert "RAN" not in r.stdout
     assert not os.path.exists(marker)
     assert r.stderr.startswith("clihost-jail: "), r.stderr
-    lines = host.audit_lines(f"session={s}")
+    lines = host.audit_lines(f"session={s}", until=refused)
     assert any("decision=fail" in l or "decision=deny" in l for l in lines), lines
 
 
@@ -54,7 +54,8 @@ def test_failing_bwrap_runs_nothing(host, alice):
     assert r.returncode == 3, r
     assert r.stderr == "clihost-jail: bwrap could not set up the jail (its message is above); refusing\n", r.stderr
     assert "RAN" not in r.stdout and not os.path.exists(marker)
-    assert any("status 3" in l for l in host.audit_lines(f"session={s}", want=2))
+    lines = host.audit_lines(f"session={s}", want=2, until=lambda l: "status 3" in l)
+    assert any("status 3" in l for l in lines), lines
 
 
 def test_bwrap_setup_failure_is_told_apart_from_the_commands_exit(host, alice):
@@ -67,7 +68,9 @@ def test_bwrap_setup_failure_is_told_apart_from_the_commands_exit(host, alice):
     assert len(lines) == 2 and lines[0].startswith("bwrap: ") and "/usr/ctj-cannot-exist" in lines[0], lines
     assert lines[1] == "clihost-jail: bwrap could not set up the jail (its message is above); refusing"
     assert "RAN" not in r.stdout
-    assert any("decision=fail" in l and "could not set up" in l for l in host.audit_lines(f"session={s}", want=2))
+    setup_failed = lambda l: "decision=fail" in l and "could not set up" in l
+    lines = host.audit_lines(f"session={s}", want=2, until=setup_failed)
+    assert any(setup_failed(l) for l in lines), lines
     # Control: the command's own exit 1 stays the command's, with no helper line.
     r = host.run_root(host.jail(alice, "echo RAN; exit 1"))
     assert r.returncode == 1 and "RAN" in r.stdout and "clihost-jail" not in r.stderr, r

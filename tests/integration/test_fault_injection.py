@@ -7,7 +7,7 @@ import os
 import pytest
 
 from attackutil import assert_refusal_line
-from conftest import attach_clients, install_faults_bin, new_session
+from conftest import attach_clients, install_faults_bin, new_session, refused
 
 
 
@@ -25,7 +25,7 @@ def inject(host, faults_bin, tenant, fault, config=None):
     assert "RAN" not in r.stdout and not os.path.exists(marker), (fault, r.stdout)
     assert_refusal_line(r, codes=(1, 3, 4))  # one printable "clihost-jail: " line
     assert host.wait_gone(tenant)
-    lines = host.audit_lines(f"session={s}")
+    lines = host.audit_lines(f"session={s}", until=refused)
     assert any("decision=fail" in l or "decision=deny" in l for l in lines), (fault, lines)
     return r, lines
 
@@ -105,8 +105,10 @@ def test_an_attach_that_cannot_join_the_tenants_namespace_fails_closed(host, fau
         t.close()
     clients = attach_clients(alice)
     assert clients == [], clients
-    lines = host.audit_lines(f"session={s}", want=2)
-    assert any("decision=fail" in l and "cannot join the tenant's empty network namespace" in l for l in lines), lines
+    not_joined = lambda l: ("decision=fail" in l and
+                            "cannot join the tenant's empty network namespace" in l)
+    lines = host.audit_lines(f"session={s}", want=2, until=not_joined)
+    assert any(not_joined(l) for l in lines), lines
     # The session jail started and still runs.
     listed = host.run_root([host.bin, "list"])
     assert f"tenant={alice} " in listed.stdout, listed

@@ -58,7 +58,8 @@ def test_sighup_to_the_helper_is_relayed(host, alice):
     os.kill(host.fronts()[0], signal.SIGHUP)
     assert host.wait_gone(alice)
     caller.wait(10)
-    assert any("status 129" in l for l in host.audit_lines(f"session={s}", want=2))
+    lines = host.audit_lines(f"session={s}", want=2, until=lambda l: "status 129" in l)
+    assert any("status 129" in l for l in lines), lines
 
 
 def test_sigkill_of_the_helper_takes_the_jail(host, alice):
@@ -101,9 +102,10 @@ def test_session_false_the_supervisor_still_owns_the_jail(host, alice, network):
     s = new_session()
     conf = host.config_variant({"pam": "session = false", "jail": f"network = {network}"})
     caller = start_sleeping_jail(host, alice, s, config=conf)
-    lines = host.audit_lines(f"session={s}", want=2)
-    assert any(f"one-off jail started by supervisor" in l and f"network {network}, no PAM session" in l
-               for l in lines), lines
+    started = lambda l: ("one-off jail started by supervisor" in l and
+                         f"network {network}, no PAM session" in l)
+    lines = host.audit_lines(f"session={s}", want=2, until=started)
+    assert any(started(l) for l in lines), lines
     sup = host.supervisors()
     assert len(sup) == 1, sup
     sleeper = pids(uid=pwd.getpwnam(alice).pw_uid, comm="sleep")[0]

@@ -433,8 +433,9 @@ def test_nested_over_the_host_proc_warns_and_inner_bwrap_cannot_start(host, alic
     r = host.run_root(host.jail(alice, "exec 2>&1; bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev "
                                        "-- /bin/true; echo EXIT=$?", session=s), config=conf)
     assert r.stdout.splitlines() == ["bwrap: setting up uid map: Read-only file system", "EXIT=1"], r.stdout
-    assert any("decision=allow" in l and f"; warning: {warning}" in l for l in host.audit_lines(f"session={s}", want=2)), \
-        host.audit_lines(f"session={s}")
+    warned = lambda l: "decision=allow" in l and f"; warning: {warning}" in l
+    lines = host.audit_lines(f"session={s}", want=2, until=warned)
+    assert any(warned(l) for l in lines), lines
 
 
 # --- real agents' sandboxes -------------------------------------------------------

@@ -692,27 +692,32 @@ def test_an_attach_jail_without_the_tenants_namespace_makes_its_own(host, alice,
     its audit line. Never a client with the host's network. The control:
     without the fault, the client is in the namespace the supervisor holds."""
     host.run_root([host.bin, "stop", "--user", alice])
+    # The log holds earlier tests' lines: only those written after now count.
+    warning, started = "cannot make the attach jails' network namespace", "attach jail started by supervisor"
+    warned_before = len(host.audit_lines(warning, want=0, timeout=0))
+    started_before = len(host.audit_lines(started, want=0, timeout=0))
     env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_CONFIG": net.isolated,
            "CLIHOST_JAIL_FAULT": "attach_netns"}
     t = PtyProcess([install_faults_bin(host), "run", "--user", alice, "--session", new_session()], env=env)
     terms.append(t)
     t.write("echo READY_$((40+2))\r")
     assert t.wait_for("READY_42", 20), t.output()[-2000:]
-    warned = host.audit_lines("cannot make the attach jails' network namespace", want=1)
+    warned = host.audit_lines(warning, want=warned_before + 1)[warned_before:]
     assert warned and "every attach jail makes its own" in warned[-1], warned
     (client,) = attach_clients(alice)
     own = os.readlink(f"/proc/{client}/ns/net")
     assert own != host_netns()
     assert _ifaces(client) == ["lo"]
-    lines = host.audit_lines("attach jail started by supervisor", want=1)
-    assert ", network none" in lines[-1] and "empty namespace" not in lines[-1], lines[-1]
+    lines = host.audit_lines(started, want=started_before + 1)[started_before:]
+    assert lines and ", network none" in lines[-1] and "empty namespace" not in lines[-1], lines
     host.run_root([host.bin, "stop", "--user", alice])
+    started_before += len(lines)
     # The control.
     _session(host, alice, terms, config=net.isolated)
     (client,) = attach_clients(alice)
     assert os.readlink(f"/proc/{client}/ns/net") == _attach_netns(host, alice)
-    lines = host.audit_lines("attach jail started by supervisor", want=1)
-    assert "empty namespace" in lines[-1], lines[-1]
+    lines = host.audit_lines(started, want=started_before + 1)[started_before:]
+    assert lines and "empty namespace" in lines[-1], lines
 
 
 def test_a_killed_supervisors_namespace_ends_with_its_jails(host, alice, net, terms):
@@ -765,7 +770,7 @@ def test_the_network_process_ends_when_the_supervisor_is_killed(host, alice, net
 def test_host_mode_keeps_the_host_network_with_a_warning(host, alice, net):
     got, r = oneoff(host, alice, [{"kind": "netns"}], net.hostnet)
     assert got == ["ok:" + host_netns()]
-    lines = front_and_supervisor_lines(host, r)
+    lines = front_and_supervisor_lines(host, r, until=lambda l: "network = host" in l)
     assert any("network = host" in l for l in lines), lines
 
 
@@ -809,8 +814,9 @@ def test_isolated_refuses_when_its_isolation_is_incomplete(host, alice, net, mis
             assert r.returncode == 3, r
             assert "RAN_42" not in r.stdout, r
             assert r.stderr == f"clihost-jail: {msg}\n", r
-        lines = pid_lines(host, r.pid, r.started)
-        assert any(l.rstrip("\n").endswith(f'decision=fail reason="{msg}"') for l in lines), lines
+        failed = lambda l: l.rstrip("\n").endswith(f'decision=fail reason="{msg}"')
+        lines = pid_lines(host, r.pid, r.started, until=failed)
+        assert any(failed(l) for l in lines), lines
         c = host.run_root([host.bin, "check", "--user", alice], config=net.isolated)
         assert c.returncode == 3, c
         assert CHECK_REFUSAL[missing] in c.stdout.splitlines(), c.stdout

@@ -390,7 +390,9 @@ def test_a_session_jail_ending_as_a_connection_arrives_leaves_a_jail_that_outliv
         assert wait_until(lambda: not host.processes_of(alice), 5)
         for t in (first, second):
             t.close()
-    time.sleep(1)
+    # syslog writes the last supervisors' lines after they have ended.
+    each_once = lambda: all(c == {"opened": 1, "closed": 1} for c in session_closed_counts(since).values())
+    wait_until(each_once, 5)
     counts = session_closed_counts(since)
     assert counts and all(c == {"opened": 1, "closed": 1} for c in counts.values()), counts
     # The race was met with a connection that got a jail at least once.

@@ -66,4 +66,6 @@ def test_inherit_binds_host_proc_and_warns_each_launch(host, alice):
     assert r.returncode == 0, r.stderr
     assert int(r.stdout) > 10  # the host's processes are visible: that is the warning's point
     # One line per launch: the warning is in the line that allowed it.
-    assert any("decision=allow" in l and "; warning: proc = inherit" in l for l in host.audit_lines(f"session={s}"))
+    warned = lambda l: "decision=allow" in l and "; warning: proc = inherit" in l
+    lines = host.audit_lines(f"session={s}", until=warned)
+    assert any(warned(l) for l in lines), lines
