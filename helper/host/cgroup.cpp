@@ -25,13 +25,6 @@ constexpr long kCgroup2Magic = 0x63677270;    // CGROUP2_SUPER_MAGIC
 constexpr std::size_t kMaxCgroupFile = 1 << 20;
 constexpr const char* kV1Controllers[] = {"memory", "pids", "cpu", "freezer"};
 
-// A line for cgroup.subtree_control that hands controller `c` down.
-std::string enable(std::string_view c) {
-    std::string line(1, '+');
-    line.append(c);
-    return line;
-}
-
 bool exists(const std::string& path) {
     struct stat st{};
     return ::stat(path.c_str(), &st) == 0;
@@ -59,6 +52,20 @@ std::optional<std::string> read_file(const std::string& path) {
     auto r = read_bounded(path, kMaxCgroupFile);
     if (!r) return std::nullopt;
     return r.value();
+}
+
+// v2: hands the limited controllers that `dir` has down to its children
+// (cgroup.subtree_control), or the leaves below get no limit files.
+void hand_down_controllers(const std::string& dir) {
+    const auto have = read_file(dir + "/cgroup.controllers").value_or("");
+    for (const std::string_view c : kLimitedControllers) {
+        if (have.find(c) == std::string::npos) continue;
+        // Appended, not "+" + std::string(c): GCC 12 at -O3 warns of that
+        // falsely (-Wrestrict).
+        std::string line(1, '+');
+        line.append(c);
+        (void)write_file(dir + "/cgroup.subtree_control", line);
+    }
 }
 
 std::optional<std::uint64_t> to_number(std::string_view s) {
@@ -185,22 +192,13 @@ Result<TenantCgroup> TenantCgroup::setup_at(const CgroupHost& host, const Limits
         while (made && pos <= rel.size()) {
             auto slash = rel.find('/', pos);
             if (slash == std::string::npos) slash = rel.size();
-            // v2: each level hands the controllers down to the next
-            // (subtree_control), or the leaves have no limit files.
-            if (host.version == CgroupVersion::v2) {
-                const auto have = read_file(dir + "/cgroup.controllers").value_or("");
-                for (const std::string_view c : kLimitedControllers)
-                    if (have.find(c) != std::string::npos) (void)write_file(dir + "/cgroup.subtree_control", enable(c));
-            }
+            // v2: each level hands the controllers down to the next.
+            if (host.version == CgroupVersion::v2) hand_down_controllers(dir);
             dir.append(1, '/').append(rel, pos, slash - pos);  // not "/" + substr: as in available_memory
             made = make_dir(dir);
             pos = slash + 1;
         }
-        if (made && host.version == CgroupVersion::v2) {
-            const auto have = read_file(dir + "/cgroup.controllers").value_or("");
-            for (const std::string_view c : kLimitedControllers)
-                if (have.find(c) != std::string::npos) (void)write_file(dir + "/cgroup.subtree_control", enable(c));
-        }
+        if (made && host.version == CgroupVersion::v2) hand_down_controllers(dir);
         if (made) made = make_dir(dir + "/supervisor");
         if (made) made = make_dir(dir + "/jails");
         if (!made) {
