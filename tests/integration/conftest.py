@@ -281,6 +281,11 @@ def pam_closed(line):
     return "PAM session closed" in line
 
 
+def exited(line):
+    """An audit line of a jail's (or its supervisor's) end."""
+    return "decision=exit" in line
+
+
 def refused(line):
     """An audit line that refuses a request or says it failed; the
     supervisor's comes after the front's allow line."""

@@ -8,7 +8,7 @@ import pytest
 
 from attackutil import INSIDE, assert_inside, assert_refusal_line, guard, payloads, pid_audit, pid_lines, \
     snapshot, spawn  # noqa: F401 (fixtures)
-from conftest import NON_TENANT, PROXY, new_session, pam_closed, refused
+from conftest import NON_TENANT, PROXY, exited, new_session, pam_closed, refused
 
 
 def free_fds(n, start):
@@ -88,7 +88,7 @@ def test_root_only_descriptors_do_not_reach_the_jail(host, alice, guard, caller)
         assert word not in r.stdout, r.stdout
     assert "root-only canary" not in r.stdout and "root log" not in r.stdout
     lines = host.audit_lines(f"session={s}", want=2, until=pam_closed)
-    assert any("PAM session closed" in l for l in lines), lines
+    assert any(pam_closed(l) for l in lines), lines
     guard.check()
 
 
@@ -130,8 +130,8 @@ def test_closed_standard_descriptors_do_not_capture_output(host, alice, guard, c
     if 2 not in closed:
         assert_refusal_line(bad, codes=(1,))
         assert_refusal_line(usage, codes=(2,))
-    lines = host.audit_lines(f"session={s}", want=2, until=lambda l: "decision=exit" in l)
-    assert any("decision=exit" in l for l in lines), lines
+    lines = host.audit_lines(f"session={s}", want=2, until=exited)
+    assert any(exited(l) for l in lines), lines
     assert any("decision=deny" in l for l in pid_audit(host, bad, until=refused))
     assert any("decision=deny" in l for l in pid_audit(host, usage, until=refused))
     for r in (ok, bad, usage):

@@ -15,7 +15,7 @@ import pytest
 
 from attackutil import INSIDE, Guard, _cc, assert_inside, guard, payloads, pids_named, snapshot, spawn, start_jail, \
     wait_until  # noqa: F401 (fixtures)
-from conftest import PROXY, new_session, proc_status, tiocsti_for_all
+from conftest import PROXY, exited, new_session, proc_status, tiocsti_for_all
 from ptyutil import PtyProcess
 
 
@@ -24,8 +24,8 @@ def jail_run(host, tenant, script, **kw):
     r = spawn(host.jail(tenant, INSIDE + "\n" + script, session=s), **kw)
     assert r.returncode == 0, r
     assert_inside(host, tenant, r.stdout)
-    lines = host.audit_lines(f"session={s}", want=2, until=lambda l: "decision=exit" in l)
-    assert any("decision=allow" in l for l in lines) and any("decision=exit" in l for l in lines), lines
+    lines = host.audit_lines(f"session={s}", want=2, until=exited)
+    assert any("decision=allow" in l for l in lines) and any(exited(l) for l in lines), lines
     return r
 
 

@@ -6,7 +6,7 @@ program returns EPERM for both; the same calls succeed outside the jail."""
 import shlex
 
 from attackutil import guard, payloads  # noqa: F401 (fixtures)
-from conftest import PROXY, new_session
+from conftest import PROXY, exited, new_session
 from ptyutil import PtyProcess
 
 PROBE = r"""
@@ -59,6 +59,6 @@ def test_tiocsetd_and_tiocexcl_on_the_callers_terminal_fail_inside(host, alice, 
                  "JAIL TIOCSETD refused 1", "JAIL TIOCEXCL refused 1",  # EPERM, from the seccomp program
                  "HELPER_RC=0", "AFTER REOPEN ok"]:
         assert line in out, (line, out)
-    lines = host.audit_lines(f"session={s}", want=2, until=lambda l: "decision=exit" in l)
-    assert any("decision=allow" in l for l in lines) and any("decision=exit" in l for l in lines), lines
+    lines = host.audit_lines(f"session={s}", want=2, until=exited)
+    assert any("decision=allow" in l for l in lines) and any(exited(l) for l in lines), lines
     guard.check()
