@@ -29,9 +29,7 @@ import pytest
 
 import netpeer
 from conftest import (PROXY, REPO, RUNTIME_DIR, TENANTS, attach_clients, front_and_supervisor_lines, install_faults_bin,
-                      new_session, pid_lines,
-                      pids, proc_status,
-                      routes_closed, start_as, wait_until)
+                      new_session, pid_lines, pids, proc_status, routes_closed, start_as, wait_until)
 from ptyutil import PtyProcess
 
 NET_GROUP = "clihost-jail-net"
@@ -477,12 +475,17 @@ def test_dns_works_through_the_forwarder(host, alice, net, resolver):
         os.unlink(resolv)
 
 
-def _session(host, tenant, terms, config=None):
+def _session(host, tenant, terms, config=None, fault=None):
+    """A connection on a pty, its shell answering: as the proxy, or as root
+    with `config`; with `fault`, the faults build's (as root)."""
     env = {"PATH": "/usr/bin:/bin", "TERM": "xterm"}
     if config:
         env["CLIHOST_JAIL_CONFIG"] = config
-    t = PtyProcess([host.bin, "run", "--user", tenant, "--session", new_session()],
-                   user=None if config else PROXY, env=env)
+    if fault:
+        env["CLIHOST_JAIL_FAULT"] = fault
+    binary = install_faults_bin(host) if fault else host.bin
+    t = PtyProcess([binary, "run", "--user", tenant, "--session", new_session()],
+                   user=None if config or fault else PROXY, env=env)
     terms.append(t)
     t.write("echo READY_$((40+2))\r")
     assert t.wait_for("READY_42", 20), t.output()[-2000:]
@@ -696,12 +699,7 @@ def test_an_attach_jail_without_the_tenants_namespace_makes_its_own(host, alice,
     warning, started = "cannot make the attach jails' network namespace", "attach jail started by supervisor"
     warned_before = len(host.audit_lines(warning, want=0, timeout=0))
     started_before = len(host.audit_lines(started, want=0, timeout=0))
-    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_CONFIG": net.isolated,
-           "CLIHOST_JAIL_FAULT": "attach_netns"}
-    t = PtyProcess([install_faults_bin(host), "run", "--user", alice, "--session", new_session()], env=env)
-    terms.append(t)
-    t.write("echo READY_$((40+2))\r")
-    assert t.wait_for("READY_42", 20), t.output()[-2000:]
+    _session(host, alice, terms, config=net.isolated, fault="attach_netns")
     warned = host.audit_lines(warning, want=warned_before + 1)[warned_before:]
     assert warned and "every attach jail makes its own" in warned[-1], warned
     (client,) = attach_clients(alice)
