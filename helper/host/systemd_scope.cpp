@@ -133,13 +133,16 @@ int append_property(const SdBus& sd, Message* m, const UnitProperty& p) {
     return r;
 }
 
-// This process's cgroup in the hierarchy whose /proc/self/cgroup line
-// names `controller` among its controllers ("name=systemd"; "" is the
-// unified "0::" line), if there is such a line.
-std::optional<std::string> own_cgroup(std::string_view controller) {
+// /proc/self/cgroup's text, or "" if it cannot be read.
+std::string own_cgroups() {
     auto text = read_bounded("/proc/self/cgroup", 1 << 16);
-    if (!text) return std::nullopt;
-    const std::string& t = text.value();
+    return text ? text.value() : std::string();
+}
+
+// The cgroup, in `t` (own_cgroups), of the hierarchy whose line names
+// `controller` among its controllers ("name=systemd"; "" is the unified
+// "0::" line), if there is such a line.
+std::optional<std::string> cgroup_of(const std::string& t, std::string_view controller) {
     std::size_t pos = 0;
     while (pos < t.size()) {
         auto nl = t.find('\n', pos);
@@ -165,8 +168,9 @@ std::optional<std::string> own_cgroup(std::string_view controller) {
 // line where there is one (legacy and hybrid layouts), else the unified
 // "0::" line (cgroup v2; in a legacy layout systemd leaves that one alone).
 std::string systemd_cgroup() {
-    if (auto named = own_cgroup("name=systemd")) return *named;
-    return own_cgroup("").value_or("");
+    const std::string t = own_cgroups();
+    if (auto named = cgroup_of(t, "name=systemd")) return *named;
+    return cgroup_of(t, "").value_or("");
 }
 
 // Polls `where()` every 10 ms until it is `want`, kMoveWaitMs at most;
@@ -222,7 +226,7 @@ Status enter_tenant_scope(uid_t uid, const std::vector<UnitProperty>& props) {
 
 Status wait_moved(const std::string& controller, const std::string& cgroup) {
     std::string now;
-    if (wait_until_in([&] { return own_cgroup(controller).value_or("none"); }, cgroup, now)) return ok_status();
+    if (wait_until_in([&] { return cgroup_of(own_cgroups(), controller).value_or("none"); }, cgroup, now)) return ok_status();
     return fail(Exit::host, "systemd did not move the supervisor into " + cgroup + " of the " + controller +
                                 " hierarchy within 5 s (it is in " + now + ")");
 }
