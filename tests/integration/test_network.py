@@ -22,6 +22,7 @@ import shutil
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import uuid
 
@@ -578,21 +579,27 @@ def test_the_attach_jail_has_no_network(host, alice, net, terms, mode):
         assert got[0] != "ok:" + host_netns() and sorted(jail_ifaces) == ["lo", "tap0"], got
 
 
-def _attach_netns(host, tenant):
+def _held_netns(host, tenant):
     """The tenant's empty network namespace its supervisor holds for the
-    attach jails (a descriptor: no name, no mount), as readlink shows it:
-    the one network namespace among the supervisor's descriptors."""
+    attach jails (a descriptor: no name, no mount): the one network
+    namespace among the supervisor's descriptors, as (path, readlink)."""
     fds = f"/proc/{_supervisor_of(host, tenant)}/fd"
-    held = set()
+    held = {}
     for fd in os.listdir(fds):
         try:
             link = os.readlink(os.path.join(fds, fd))
         except OSError:
             continue
         if link.startswith("net:["):
-            held.add(link)
+            held[link] = os.path.join(fds, fd)
     assert len(held) == 1, held
-    return held.pop()
+    ((link, path),) = held.items()
+    return path, link
+
+
+def _attach_netns(host, tenant):
+    """The held namespace as readlink shows it."""
+    return _held_netns(host, tenant)[1]
 
 
 def _ns_holders(ns):
@@ -607,6 +614,18 @@ def _ns_holders(ns):
         if ns in links:
             out.append(int(pid))
     return out
+
+
+def _netns_cookie(path):
+    """The kernel's cookie of the network namespace at `path` (SO_NETNS_COOKIE,
+    Linux 5.14): unlike the inode number readlink shows, which the kernel
+    hands to a new namespace once the old one is gone, a cookie is never
+    reused while the machine runs."""
+    probe = ("import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+             "print(int.from_bytes(s.getsockopt(socket.SOL_SOCKET, 71, 8), 'little'))")
+    r = sh("nsenter", f"--net={path}", sys.executable, "-c", probe, check=False)
+    assert r.returncode == 0 and r.stdout.strip().isdigit(), r
+    return int(r.stdout)
 
 
 def _nsfs_mounts():
@@ -726,15 +745,20 @@ def test_a_killed_supervisors_namespace_ends_with_its_jails(host, alice, net, te
     host.run_root([host.bin, "stop", "--user", alice])
     t = _session(host, alice, terms, config=net.isolated)
     ns = _attach_netns(host, alice)
+    cookie = _netns_cookie(_held_netns(host, alice)[0])
     os.kill(_supervisor_of(host, alice), 9)
     assert t.wait(20) is not None
     assert wait_until(lambda: not _ns_holders(ns), 20), _ns_holders(ns)
     assert not os.path.exists(os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(alice).pw_uid}.netns"))
     _session(host, alice, terms, config=net.isolated)
     renewed = _attach_netns(host, alice)
-    assert renewed != ns
+    # Not `renewed != ns`: the dead namespace's inode number may be the new one's.
+    renewed_cookie = _netns_cookie(_held_netns(host, alice)[0])
+    assert renewed_cookie != cookie
     (client,) = attach_clients(alice)
     assert os.readlink(f"/proc/{client}/ns/net") == renewed
+    # The probe's control: one namespace, reached two ways, has one cookie.
+    assert _netns_cookie(f"/proc/{client}/ns/net") == renewed_cookie
     os.kill(_supervisor_of(host, alice), 9)
     assert wait_until(lambda: not attach_clients(alice), 20)
     assert wait_until(lambda: not _ns_holders(renewed), 20), _ns_holders(renewed)
