@@ -1,14 +1,15 @@
-// attach_stub.cpp: clihost-jail-attach, the command of every attach jail.
-// A program of its own (libc and base/fd_pass only, no setuid bit), run by
-// bwrap inside the jail as the tenant, with no capabilities and
-// no_new_privs. Its jail is started before its connection
-// (docs/ARCHITECTURE.md, "Process model"). It waits on kConnFd for
-// messages from its watcher, each of words, each NUL-terminated: a
-// command's argv, an empty word, its environment.
-//  - A connection: the tmux client's words, and two descriptors (the
-//    caller's terminal, as stdin and stdout; stderr is the watcher's
-//    capture already). It makes them its stdin and stdout and execs the
-//    client.
+// attach_stub.cpp: clihost-jail-attach, the command of every attach jail
+// and every one-off jail (the stub). A program of its own (libc and
+// base/fd_pass only, no setuid bit), run by bwrap inside the jail as the
+// tenant, with no capabilities and no_new_privs. Its jail is started
+// before its connection (docs/ARCHITECTURE.md, "Process model"). It waits
+// on kConnFd for messages from its watcher, each of words, each
+// NUL-terminated: a command's argv, an empty word, its environment.
+//  - A connection: the command's words and the caller's descriptors, which
+//    become its stdin, stdout (and stderr, when three come: a one-off's;
+//    an attach's two are its terminal, its stderr is the watcher's
+//    capture already). It execs the command: a name without '/' is looked
+//    up in the handed environment's PATH, as bwrap's execvp did.
 //  - A query (`list`, `kill`) while it waits: the word "query", then the
 //    tmux client's words, and two descriptors (its stdout and stderr). It
 //    runs the client in a child of its own, with stdin /dev/null (its own),
@@ -29,8 +30,8 @@
 namespace {
 
 constexpr int kConnFd = 8;  // plan.hpp: kAttachFd
-constexpr std::size_t kMaxMessage = 65536 + 6;  // plan.hpp: kMaxHandedBytes, and "query\0"
-constexpr std::size_t kFds = 2;
+constexpr std::size_t kMaxMessage = 128 * 1024 + 6;  // plan.hpp: kMaxHandedBytes, and "query\0"
+constexpr std::size_t kMaxFds = 3;
 constexpr std::string_view kQueryWord{"query\0", 6};  // plan.hpp: kQueryWord
 
 int refuse(const char* why) {
@@ -62,9 +63,15 @@ Command parse(std::string_view msg) {
         else if (word.find('=') == std::string::npos || word.front() == '=') c.wrong = "malformed environment";
         else c.env.push_back(std::move(word));
     }
-    if (c.wrong == nullptr && (!in_env || c.argv.empty() || c.argv[0].empty() || c.argv[0][0] != '/'))
-        c.wrong = "malformed command";
+    if (c.wrong == nullptr && (!in_env || c.argv.empty() || c.argv[0].empty())) c.wrong = "malformed command";
     return c;
+}
+
+// The handed environment's PATH (empty if it has none).
+std::string path_of(const std::vector<std::string>& env) {
+    for (const auto& kv : env)
+        if (kv.rfind("PATH=", 0) == 0) return kv.substr(5);
+    return {};
 }
 
 [[noreturn]] void exec(Command& c) {
@@ -73,8 +80,26 @@ Command parse(std::string_view msg) {
     a.push_back(nullptr);
     for (auto& w : c.env) e.push_back(w.data());
     e.push_back(nullptr);
-    ::execve(a[0], a.data(), e.data());
-    ::_exit(refuse((std::string("cannot execute ") + c.argv[0] + ": " + std::strerror(errno)).c_str()));
+    int err = ENOENT;
+    if (c.argv[0].find('/') != std::string::npos) {
+        ::execve(a[0], a.data(), e.data());
+        err = errno;
+    } else {
+        // execvp's search, in the handed PATH (none: nothing is searched):
+        // the first entry that execs; a found file that cannot be run is
+        // what is said (EACCES).
+        const std::string path = path_of(c.env);
+        for (std::size_t at = 0; !path.empty() && at <= path.size();) {
+            std::size_t end = path.find(':', at);
+            if (end == std::string::npos) end = path.size();
+            const std::string dir = end == at ? "." : path.substr(at, end - at);
+            const std::string file = dir + "/" + c.argv[0];
+            ::execve(file.c_str(), a.data(), e.data());
+            if (errno != ENOENT && errno != ENOTDIR) err = errno;
+            at = end + 1;
+        }
+    }
+    ::_exit(refuse((std::string("cannot execute ") + c.argv[0] + ": " + std::strerror(err)).c_str()));
 }
 
 // A query's client, in a child: its stdout and stderr the two received;
@@ -105,8 +130,9 @@ int main() {
         clihost::Received got = clihost::receive_with_fds(kConnFd, kMaxMessage);
         if (got.n == 0) return 0;  // no connection came
         if (got.n < 0) return refuse("cannot read the connection");
-        if (got.truncated || got.fds.size() != kFds) return refuse("malformed connection");
         const bool query = std::string_view(got.data).substr(0, kQueryWord.size()) == kQueryWord;
+        if (got.truncated || got.fds.size() < 2 || got.fds.size() > (query ? 2 : kMaxFds))
+            return refuse("malformed connection");
         Command c = parse(std::string_view(got.data).substr(query ? kQueryWord.size() : 0));
         if (c.wrong != nullptr) return refuse(c.wrong);
         if (query) {
@@ -116,9 +142,9 @@ int main() {
             if (!clihost::send_with_fds(kConnFd, said, {})) return refuse("cannot answer the query");
             continue;
         }
-        for (std::size_t i = 0; i < kFds; ++i)
+        for (std::size_t i = 0; i < got.fds.size(); ++i)
             if (::dup2(got.fds[i].get(), static_cast<int>(i)) != static_cast<int>(i))
-                return refuse("cannot take the terminal");
+                return refuse("cannot take the caller's descriptors");
         (void)::close(kConnFd);
         exec(c);
     }

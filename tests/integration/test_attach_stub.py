@@ -111,6 +111,21 @@ def test_an_attach_without_its_stub_fails_closed(host, alice, terms):
     assert shell_ready(t), t.output()
 
 
+def test_a_one_off_without_its_stub_fails_closed(host, alice):
+    """A one-off jail runs the stub too: without it nothing runs, exit 3, one
+    line naming it, and an audit line. Control: with the stub back, the same
+    one-off runs."""
+    os.rename(STUB_TARGET, STUB_TARGET + ".away")
+    try:
+        r = host.run_as(PROXY, host.jail(alice, "echo RAN_$((40+2))"))
+    finally:
+        os.rename(STUB_TARGET + ".away", STUB_TARGET)
+    assert r.returncode == 3 and "RAN_42" not in r.stdout, r
+    assert r.stderr == f"clihost-jail: the attach stub cannot open {STUB_TARGET}: No such file or directory\n", r
+    r = host.run_as(PROXY, host.jail(alice, "echo RAN_$((40+2))"))
+    assert r.returncode == 0 and r.stdout == "RAN_42\n", r
+
+
 def run_stub(messages, user="nobody", as_root=False, answers=None):
     """The stub with fd 8 a SOCK_SEQPACKET socket; `messages` a list of
     (bytes, [fds]) sent before our end closes; with a list `answers`, as
@@ -160,15 +175,39 @@ def test_the_stub_execs_what_it_is_handed_on_the_terminal_it_is_handed():
     assert got == b"handed\nto-stdout\n"
 
 
+def test_the_stub_gives_a_one_off_its_stderr_and_finds_a_bare_name_in_the_handed_path():
+    """Three descriptors (a one-off's): stdin, stdout and stderr. A name
+    without '/' is looked up in the handed PATH, as bwrap's execvp did;
+    with none handed, nothing is searched and nothing runs (127)."""
+    r, w = os.pipe()
+    try:
+        status, _, err = run_stub([(words(["sh", "-c", "echo out; echo err >&2"], ["PATH=/nonexistent:/bin"]),
+                                    [0, w, w])])
+        os.close(w)
+        w = -1
+        got = os.read(r, 4096)
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+    assert status == 0, err
+    assert got == b"out\nerr\n"
+    null = os.open("/dev/null", os.O_RDWR)
+    try:
+        status, _, err = run_stub([(words(["true"], []), [null, null])])
+    finally:
+        os.close(null)
+    assert status == 127 and err == b"clihost-jail-attach: cannot execute true: No such file or directory\n", err
+
+
 @pytest.mark.parametrize("message,fds,why", [
     (words(["/bin/true"], []), 1, "malformed connection"),
-    (words(["/bin/true"], []), 3, "malformed connection"),
+    (words(["/bin/true"], []), 4, "malformed connection"),
     (b"/bin/true\0", 2, "malformed command"),
-    (words(["true"], []), 2, "malformed command"),
     (words(["/bin/true"], ["NOEQUALS"]), 2, "malformed environment"),
     (b"/bin/true\0\0X=1", 2, "malformed connection"),
     (b"query\0" + words(["/bin/true"], []), 1, "malformed connection"),
-    (b"query\0" + words(["true"], []), 2, "malformed command"),
+    (b"query\0" + words(["/bin/true"], []), 3, "malformed connection"),
     (b"query\0/bin/true\0", 2, "malformed command"),
     (b"query\0" + words(["/bin/true"], ["=x"]), 2, "malformed environment"),
 ])
