@@ -304,7 +304,10 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidR
     plan.env = build_environment(policy, t, caller_env, pam_env);
     plan.command =
         request.action == JailAction::command ? request.command : tmux_command(t, request.action, request.session);
-    if (request.action == JailAction::attach) {
+    // The stub's jail: the same bwrap argv for every connection, so that
+    // it can start before one (a one-off's command and environment, as an
+    // attach's client, go to the stub with the caller's descriptors).
+    if (request.action == JailAction::attach || request.action == JailAction::command) {
         plan.handed_command = std::move(plan.command);
         plan.handed_env = std::move(plan.env);
         plan.command = {std::string(kAttachStub)};

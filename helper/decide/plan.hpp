@@ -40,9 +40,10 @@ inline constexpr int kStatusFd = 4;
 inline constexpr int kInfoFd = 5;
 inline constexpr int kBlockFd = 6;
 inline constexpr int kResolvFd = 7;
-// An attach jail's command is the attach stub (helper/stub), started before
-// its connection: it waits on kAttachFd for the tmux client's argv and
-// environment (handed_command, handed_env) and the caller's terminal.
+// An attach jail's and a one-off jail's command is the attach stub
+// (helper/stub), started before its connection: it waits on kAttachFd for
+// the command's argv and environment (handed_command, handed_env) and the
+// caller's descriptors (an attach's terminal; a one-off's stdio).
 inline constexpr int kAttachFd = 8;
 
 // A jail's network.
@@ -118,19 +119,21 @@ struct Plan {
     // proc = private with the host trial deferred: the jail child must prove,
     // right before exec, that a fresh procfs can be mounted, or refuse (exit 3).
     bool trial_in_child{false};
-    // An attach jail only. Its bwrap argv and env are the same for every
-    // connection (command: the attach stub; env: none), so that its jail can
-    // start before the connection; the connection's own tmux client argv
-    // and environment are handed to the stub with the terminal.
+    // An attach jail and a one-off jail. Their bwrap argv and env are the
+    // same for every connection (command: the attach stub; env: none), so
+    // that the jail can start before its connection; the connection's own
+    // command (a tmux client, the caller's command) and environment are
+    // handed to the stub with the caller's descriptors.
     std::vector<std::string> handed_command;
     std::vector<std::string> handed_env;
 };
 
-// What an attach jail's stub is handed with the terminal (helper/stub):
+// What a jail's stub is handed with the caller's descriptors (helper/stub):
 // handed_command, an empty word, handed_env, each word NUL-terminated, at
-// most kMaxHandedBytes; empty when a word is empty (but the separator),
-// holds a NUL, or it would not fit.
-inline constexpr std::size_t kMaxHandedBytes = std::size_t{64} * 1024;
+// most kMaxHandedBytes (a whole request, kMaxRequestBytes, and the jail's
+// own environment); empty when a word is empty (but the separator), holds
+// a NUL, or it would not fit.
+inline constexpr std::size_t kMaxHandedBytes = std::size_t{128} * 1024;
 std::string handed_words(const Plan& plan);
 
 // A query (list, kill) asked of a waiting attach jail's stub (query.hpp):

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <utility>
 #include <vector>
 
 #include "decide/identity.hpp"
@@ -39,12 +40,16 @@ Status enter_tenant(const TenantCreds& who, pid_t expected_parent, int deathsig)
 // returned (4 if anything threw; a refusal is logged first). Never returns
 // and never unwinds: a forked child must not run its parent's destructors
 // or code (a bad_alloc here once could have reached pam_close_session).
-template <class Body>
-[[noreturn]] void run_as_tenant(const TenantCreds& who, pid_t expected_parent, int deathsig, Body&& body) noexcept {
+// `refused` is also told why enter_tenant failed (a jail started before its
+// connection has no front's stderr yet: its watcher tells its supervisor).
+template <class Body, class Refused>
+[[noreturn]] void run_as_tenant(const TenantCreds& who, pid_t expected_parent, int deathsig, Body&& body,
+                                Refused&& refused) noexcept {
     int code = 4;
     try {
         if (auto st = enter_tenant(who, expected_parent, deathsig); !st) {
             report_tenant_failure(st.error());
+            refused(st.error());
             code = static_cast<int>(st.error().code);
         } else {
             code = body();
@@ -53,6 +58,11 @@ template <class Body>
         code = 4;
     }
     ::_exit(code);
+}
+
+template <class Body>
+[[noreturn]] void run_as_tenant(const TenantCreds& who, pid_t expected_parent, int deathsig, Body&& body) noexcept {
+    run_as_tenant(who, expected_parent, deathsig, std::forward<Body>(body), [](const Error&) noexcept {});
 }
 
 

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "base/fault.hpp"
+#include "base/fd_pass.hpp"
 #include "base/unique_fd.hpp"
 #include "priv/privdrop.hpp"
 #include "proc/net.hpp"
@@ -34,9 +35,8 @@ constexpr int kStartSeconds = 10;
 // and the kind's must agree: both follow the action.
 static_assert(traits_of(JailKind::session).own_session == plans_own_session(JailAction::serve));
 static_assert(!traits_of(JailKind::attach).own_session && !traits_of(JailKind::one_off).own_session &&
-              !traits_of(JailKind::query).own_session && !traits_of(JailKind::net_trial).own_session);
+              !traits_of(JailKind::query).own_session);
 static_assert(traits_of(JailKind::one_off).reports_status == plans_status_report(JailAction::command));
-static_assert(traits_of(JailKind::net_trial).reports_status == plans_status_report(JailAction::command));
 static_assert(!traits_of(JailKind::session).reports_status && !traits_of(JailKind::attach).reports_status &&
               !traits_of(JailKind::query).reports_status);
 
@@ -106,13 +106,18 @@ Result<JailStart> AttachJailStart::make(const Plan& plan, const Stdio& stdio, in
     return JailStart(AttachJailStart(plan, stdio, tenant_netns, conn));
 }
 
-Result<JailStart> OneOffJailStart::make(const Plan& plan, const Stdio& stdio, std::optional<NetHandoff> net) {
+Result<JailStart> OneOffJailStart::make(const Plan& plan, const Stdio& stdio, std::optional<NetHandoff> net,
+                                        ConnHandoff conn) {
     if (plan.action != JailAction::command) return misfit("a one-off jail runs the caller's command");
     if (!stdio_valid(stdio)) return misfit("a connection jail takes three descriptors");
+    if (conn.watchers_end < 0 || conn.parents_end < 0) return misfit("a one-off jail waits for its connection");
+    if (plan.command != std::vector<std::string>{std::string(kAttachStub)} || !plan.env.empty() ||
+        plan.handed_command.empty())
+        return misfit("a one-off jail runs the attach stub, which is handed its command");
     if ((plan.net == JailNet::isolated) != net.has_value() || (net && !net_valid(*net)))
         return misfit("an isolated one-off jail hands its namespaces over, and only it");
     if (plan.net == JailNet::tenant_empty) return misfit("only an attach jail joins the tenant's namespace");
-    return JailStart(OneOffJailStart(plan, stdio, net));
+    return JailStart(OneOffJailStart(plan, stdio, net, conn));
 }
 
 Result<JailStart> QueryJailStart::make(const Plan& plan, const Stdio& stdio) {
@@ -121,12 +126,6 @@ Result<JailStart> QueryJailStart::make(const Plan& plan, const Stdio& stdio) {
     if (!stdio_valid(stdio)) return misfit("a query jail takes three descriptors");
     if (plan.net != JailNet::none) return misfit("a query jail has no network");
     return JailStart(QueryJailStart(plan, stdio));
-}
-
-Result<JailStart> NetTrialStart::make(const Plan& plan, NetHandoff net) {
-    if (plan.net != JailNet::isolated || plan.action != JailAction::command || !net_valid(net))
-        return misfit("the network trial is an isolated one-off jail");
-    return JailStart(NetTrialStart(plan, net));
 }
 
 JailKind kind_of(const JailStart& start) {
@@ -141,8 +140,9 @@ JailKind kind_of(const JailStart& start) {
 // (3) the tenant's empty network namespace (an attach jail that plans it);
 // (4) the tenant's limits (pam_limits'); (5) its jails leaf and
 // RLIMIT_NPROC; (6) a connection's: nothing else of the supervisor's (its
-// endpoint, other connections, PAM's), the network channel as fd 3;
-// (7) the tenant (run_as_tenant: dies by SIGHUP with us), the watcher.
+// endpoint, other connections, PAM's), the connection channel as fd 3 and
+// the network channel as the next; (7) the tenant (run_as_tenant: dies by
+// SIGHUP with us), the watcher.
 Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
     const Steps s = steps_of(start);
     const JailTraits kind = traits_of(s.kind);
@@ -155,7 +155,7 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
     if (child > 0) return child;
     // The child: noexcept, so nothing it throws unwinds into our caller's code.
     [&]() noexcept {
-        // An attach jail's failure goes to its supervisor on the connection
+        // A waiting jail's failure goes to its supervisor on the connection
         // channel (its stdio is /dev/null until a connection comes).
         int report_fd = s.conn.watchers_end;
         auto fail_start = [&](const Error& e) {
@@ -175,53 +175,78 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
             fail_start(fail(Exit::internal, "cannot set the tenant's limits"));
         if (tenant.place != nullptr)                                                                           // 5
             if (auto st = tenant.place->apply(); !st) fail_start(st.error());
-        // The network channel, or an attach jail's connection channel (an
-        // attach jail has no network of its own): fd 3.
+        // The connection channel (a waiting jail's) as fd 3, the network
+        // channel (an isolated jail's) as the next: each first copied above
+        // both numbers (neither overwrites the other), then put in place.
         int net_fd = s.net.watchers_end;
         int conn_fd = s.conn.watchers_end;
-        int& channel = conn_fd >= 0 ? conn_fd : net_fd;
         if (kind.takes_stdio) {                                                                                // 6
             ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
-            if (channel >= 0 && channel != 3 && ::dup2(channel, 3) != 3) quit_silently();
-            if (channel >= 0) channel = 3;
-            if (report_fd >= 0) report_fd = 3;
-            if (::syscall(SYS_close_range, channel >= 0 ? 4U : 3U, ~0U, 0U) != 0) quit_silently();
+            int place = 3;
+            for (int* fd : {&conn_fd, &net_fd})
+                if (*fd >= 0 && (*fd = ::fcntl(*fd, F_DUPFD, 5)) < 0) quit_silently();
+            for (int* fd : {&conn_fd, &net_fd}) {
+                if (*fd < 0) continue;
+                if (::dup2(*fd, place) != place) quit_silently();
+                *fd = place++;
+            }
+            if (report_fd >= 0) report_fd = conn_fd;
+            if (::syscall(SYS_close_range, static_cast<unsigned>(place), ~0U, 0U) != 0) quit_silently();
             ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
         }
-        run_as_tenant(s.plan->creds, self, SIGHUP,                                                             // 7
-                      [&] { return watch_jail(WatchOrder{*s.plan, s.kind, s.ready_fd, net_fd, conn_fd}); });
+        run_as_tenant(
+            s.plan->creds, self, SIGHUP,                                                                       // 7
+            [&] { return watch_jail(WatchOrder{*s.plan, s.kind, s.ready_fd, net_fd, conn_fd}); },
+            [&](const Error& e) noexcept {
+                if (report_fd >= 0) write_report(report_fd, e);
+            });
     }();
     quit_silently();
 }
 
-Result<int> run_network_trial(const Plan& plan, const TenantCreds& net) {
-    int chan[2] = {-1, -1};
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
-        return fail(Exit::internal, "socketpair failed");
-    UniqueFd ours(chan[0]);
-    UniqueFd theirs(chan[1]);
-    auto start = NetTrialStart::make(plan, {theirs.get(), ours.get()});
-    if (!start) return start.error();
-    auto child = start_jail(start.value(), TenantContext{});
-    theirs.reset();  // the watcher's end is the watcher's alone now
-    if (!child) return child.error();
-    auto user_net = attach_user_net(ours.get(), net, kStartSeconds);
-    ours.reset();
-    // The watcher holds bwrap's gate: never SIGKILLed here; with our end of
-    // the channel closed it ends bwrap itself (send_namespaces).
-    const int status = supervise(child.value());
-    if (!user_net && user_net.error().message != kJailEndedEarly) return user_net.error();
-    return exit_status_of(status);
-}
-
-Result<int> run_trial_jail(const Plan& plan) {
+Result<int> run_trial_jail(const Plan& plan, const TenantCreds* net) {
+    const bool isolated = plan.net == JailNet::isolated;
+    if (isolated != (net != nullptr)) return misfit("an isolated trial attaches its network, and only it");
     const UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
     if (!null.valid()) return fail(Exit::internal, "cannot open /dev/null");
-    auto start = OneOffJailStart::make(plan, Stdio{{null.get(), null.get(), null.get()}}, std::nullopt);
+    int conn[2] = {-1, -1};
+    int chan[2] = {-1, -1};
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, conn) != 0) return fail(Exit::internal, "socketpair failed");
+    UniqueFd conn_ours(conn[0]);
+    UniqueFd conn_theirs(conn[1]);
+    if (isolated && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
+        return fail(Exit::internal, "socketpair failed");
+    UniqueFd net_ours(chan[0]);
+    UniqueFd net_theirs(chan[1]);
+    auto start = OneOffJailStart::make(plan, Stdio{{null.get(), null.get(), null.get()}},
+                                       isolated ? std::optional(NetHandoff{net_theirs.get(), net_ours.get()}) : std::nullopt,
+                                       ConnHandoff{conn_theirs.get(), conn_ours.get()});
     if (!start) return start.error();
     auto child = start_jail(start.value(), TenantContext{});
+    // The watcher's ends are the watcher's alone now.
+    conn_theirs.reset();
+    net_theirs.reset();
     if (!child) return child.error();
-    return exit_status_of(supervise(child.value()));
+    Status attached = ok_status();
+    if (isolated) {
+        auto user_net = attach_user_net(net_ours.get(), *net, kStartSeconds);
+        if (!user_net && user_net.error().message != kJailEndedEarly) attached = user_net.error();
+        net_ours.reset();
+    }
+    // The command, on /dev/null, then the watcher's report of its start.
+    const std::string words = handed_words(plan);
+    const int stdio[3] = {null.get(), null.get(), null.get()};
+    Status up = words.empty() ? Status(fail(Exit::internal, "the trial's command does not fit its jail")) : ok_status();
+    if (up && attached && !send_with_fds(conn_ours.get(), words, stdio)) up = fail(Exit::internal, "cannot hand the trial its command");
+    if (up && attached) up = read_report(conn_ours.get(), kStartSeconds, "the trial jail");
+    conn_ours.reset();
+    // The watcher holds an isolated bwrap's gate: never SIGKILLed here;
+    // with our ends closed it ends bwrap itself (send_namespaces,
+    // await_connection).
+    const int status = supervise(child.value());
+    if (!attached) return attached.error();
+    if (!up) return up.error();
+    return exit_status_of(status);
 }
 
 }  // namespace clihost

@@ -24,9 +24,8 @@ namespace clihost {
 enum class JailKind {
     session,    // the session jail (tmux server), started by the supervisor
     attach,     // an attach jail (tmux client) on a front's terminal
-    one_off,    // a one-off jail (the caller's command) on a front's descriptors
+    one_off,    // a one-off jail (the caller's command, or check's trial) on a front's descriptors
     query,      // a list/kill client jail (no network): /dev/null and two pipes
-    net_trial,  // check's isolated trial (/bin/true), a tenant process outside the owner
 };
 
 // What the kind decides of the watcher and of bwrap's start (no flags in the
@@ -37,14 +36,14 @@ struct JailTraits {
     bool reports_status;  // bwrap's --json-status-fd (kStatusFd): its own setup failure told from the command's
     bool own_session;     // bwrap in a session of its own; else a process group of its own
     bool takes_stdio;     // a front's descriptors as 0, 1, 2; a session of its own; nothing else of the supervisor's
+    bool waits;           // starts before its connection: bwrap runs the stub, which is handed the command
 };
 constexpr JailTraits traits_of(JailKind kind) {
     switch (kind) {
-        case JailKind::session: return {true, false, false, true, false};
-        case JailKind::attach: return {false, true, false, false, true};
-        case JailKind::one_off: return {false, false, true, false, true};
-        case JailKind::query: return {false, false, false, false, true};
-        case JailKind::net_trial: return {false, false, true, false, false};
+        case JailKind::session: return {true, false, false, true, false, false};
+        case JailKind::attach: return {false, true, false, false, true, true};
+        case JailKind::one_off: return {false, false, true, false, true, true};
+        case JailKind::query: return {false, false, false, false, true, false};
     }
     return {};
 }
@@ -62,10 +61,11 @@ struct NetHandoff {
     int parents_end{-1};
 };
 
-// An attach jail's channel to its supervisor, on which its one connection
-// comes (the tmux client's argv and environment, the front's three
-// descriptors): the watcher's end, as fd 3, and the supervisor's, which the
-// child closes first.
+// A waiting jail's channel to its supervisor (an attach jail's, a one-off
+// jail's), on which its start is reported and its one connection comes (the
+// command's argv and environment, the front's three descriptors): the
+// watcher's end, as fd 3, and the supervisor's, which the child closes
+// first.
 struct ConnHandoff {
     int watchers_end{-1};
     int parents_end{-1};
@@ -75,8 +75,7 @@ class SessionJailStart;
 class AttachJailStart;
 class OneOffJailStart;
 class QueryJailStart;
-class NetTrialStart;
-using JailStart = std::variant<SessionJailStart, AttachJailStart, OneOffJailStart, QueryJailStart, NetTrialStart>;
+using JailStart = std::variant<SessionJailStart, AttachJailStart, OneOffJailStart, QueryJailStart>;
 
 // Each kind: its plan (what bwrap gets: argv, environment, mounts), and the
 // descriptors, network and report channel it needs, nothing else. Made only
@@ -116,14 +115,19 @@ class AttachJailStart {
 class OneOffJailStart {
   public:
     static constexpr JailKind kind = JailKind::one_off;
-    // plan.action command; `net` exactly when the plan is isolated.
-    static Result<JailStart> make(const Plan& plan, const Stdio& stdio, std::optional<NetHandoff> net);
+    // plan.action command; started before its connection, on /dev/null
+    // (`stdio`), the command and the caller's descriptors to come on
+    // `conn`; `net` (its own network, attached before it says it is
+    // ready) exactly when the plan is isolated.
+    static Result<JailStart> make(const Plan& plan, const Stdio& stdio, std::optional<NetHandoff> net, ConnHandoff conn);
     const Plan& plan;
     const Stdio stdio;
     const std::optional<NetHandoff> net;
+    const ConnHandoff conn;
 
   private:
-    OneOffJailStart(const Plan& p, const Stdio& s, std::optional<NetHandoff> n) : plan(p), stdio(s), net(n) {}
+    OneOffJailStart(const Plan& p, const Stdio& s, std::optional<NetHandoff> n, ConnHandoff c)
+        : plan(p), stdio(s), net(n), conn(c) {}
 };
 
 class QueryJailStart {
@@ -136,18 +140,6 @@ class QueryJailStart {
 
   private:
     QueryJailStart(const Plan& p, const Stdio& s) : plan(p), stdio(s) {}
-};
-
-class NetTrialStart {
-  public:
-    static constexpr JailKind kind = JailKind::net_trial;
-    // plan.action command on an isolated network, with its channel.
-    static Result<JailStart> make(const Plan& plan, NetHandoff net);
-    const Plan& plan;
-    const NetHandoff net;
-
-  private:
-    NetTrialStart(const Plan& p, NetHandoff n) : plan(p), net(n) {}
 };
 
 JailKind kind_of(const JailStart& start);
@@ -170,20 +162,16 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant);
 // tenant's socket and started nothing (the session jail is ending): an exit
 // status no tmux client returns (it exits 0 or 1).
 inline constexpr int kNoServerStatus = 75;
-// An attach jail's status when it ended before its connection came (its
-// bwrap failed, or its supervisor ended it): no tmux client ran.
+// A waiting jail's status when it ended before its connection came (its
+// bwrap failed, or its supervisor ended it): nothing was handed to it.
 inline constexpr int kNoConnectionStatus = 76;
 
-// `check`'s network trial (a tenant process outside the owner, ended before
-// `check` returns): start_jail(NetTrialStart) with slirp4netns as `net`
-// attached here, the watcher waited for here. No PAM, no cgroup: /bin/true
-// and gone. Returns its exit status.
-Result<int> run_network_trial(const Plan& plan, const TenantCreds& net);
-
-// `check`'s jail trial (a tenant process outside the owner, ended before
-// `check` returns): start_jail(OneOffJailStart) of `plan` (network none or
-// host), its stdio on /dev/null, the watcher waited for here. Returns its
+// `check`'s trials (tenant processes outside the owner, ended before
+// `check` returns): a one-off jail of `plan` started as the owner starts
+// one (start_jail(OneOffJailStart); slirp4netns as `net` attached here
+// when the plan is isolated, else `net` is null), handed its command on
+// /dev/null, its watcher waited for here. No PAM, no cgroup. Returns its
 // exit status.
-Result<int> run_trial_jail(const Plan& plan);
+Result<int> run_trial_jail(const Plan& plan, const TenantCreds* net);
 
 }  // namespace clihost

@@ -43,6 +43,7 @@ struct Conn {
     std::string who;      // for the audit lines
     std::string session;  // likewise
     UserNet net;          // an isolated one-off's slirp4netns, held while it runs
+    UniqueFd chan;        // a one-off's channel to its watcher, which says "taken" there once it has the descriptors
     std::unique_ptr<RunningQuery> query;  // a query's jail, until answered and reaped
 };
 
@@ -79,29 +80,49 @@ bool send_message(int sock, const std::string& msg, bool last) {
 
 bool send_reply(int sock, const Reply& r) { return send_message(sock, format_reply(r), r.kind != ReplyKind::ok); }
 
-// An attach jail's connection, to its watcher (watcher.cpp:
-// await_connection): the client's words and the front's three descriptors.
+// Whether a one-off jail's watcher said "taken" (watcher.cpp): its start-up
+// report was read before, so any message now is that one.
+bool said_taken(int chan) {
+    char buf[16];
+    return chan >= 0 && ::recv(chan, buf, sizeof buf, MSG_DONTWAIT) > 0;
+}
+
+// A waiting jail's connection, to its watcher (watcher.cpp:
+// await_connection): the command's words and the front's three descriptors.
 bool send_connection(int chan, const std::string& words, const std::vector<UniqueFd>& fds) {
     const int pass[3] = {fds[0].get(), fds[1].get(), fds[2].get()};
     return send_with_fds(chan, words, pass, MSG_DONTWAIT);
 }
 
-// The session name an attach jail is prepared with: any valid one (its
-// bwrap argv names none; the connection's own goes in the handed words).
+// The session name and command a waiting jail is prepared with: any valid
+// ones (its bwrap argv names neither; the connection's own go in the
+// handed words).
 constexpr const char* kPreparedSession = "prepared";
+constexpr const char* kPreparedCommand = "/bin/true";
 
-// The next attach's jail, started before its connection (its watcher
-// waits on `chan`), and the bwrap argv it was started with.
+// The next attach's jail, or the next one-off's, started before its
+// connection (its watcher waits on `chan`), and the bwrap argv it was
+// started with.
+// A connection's words, descriptors and its plan's bwrap argv, for a jail
+// started for it.
+struct Handed {
+    const std::string& words;
+    const std::vector<UniqueFd>& fds;
+    const std::vector<std::string>& argv;
+};
+
 struct Prepared {
     pid_t watcher{-1};
     UniqueFd chan;
     bool ready{false};  // its watcher said "ok" (bwrap started) on `chan`
     std::vector<std::string> argv;
+    UserNet net;  // an isolated one-off's slirp4netns, attached before it said "ok"
 };
 
-// How long an attach jail may take to start bwrap.
-constexpr int kAttachStartSeconds = 10;
-// How long after an attach the next attach jail is started.
+// How long a waiting jail may take to start bwrap.
+constexpr int kWaitingStartSeconds = 10;
+// How long after an attach the next attach jail is started, and after a
+// one-off (unless it ends sooner) the next one-off jail.
 constexpr std::chrono::milliseconds kPrepareDelay{50};
 
 // The tenant's owner.
@@ -157,12 +178,22 @@ public:
                     if (auto st = prepare_attach(); !st)
                         log::audit("warn", "cannot prepare an attach jail: " + st.error().message);
             }
+            if (prepare_oneoff_at_ && std::chrono::steady_clock::now() >= *prepare_oneoff_at_) {
+                prepare_oneoff_at_.reset();
+                // None once nothing keeps this supervisor (it ends with its last jail).
+                if (jail_running() && ending_at_ == 0)
+                    if (auto st = prepare_oneoff(); !st)
+                        log::audit("warn", "cannot prepare a one-off jail: " + st.error().message);
+            }
             for (auto& c : conns_) check_query(*c);
             conns_.erase(std::remove_if(conns_.begin(), conns_.end(),
                                         [](const auto& c) { return !c->sock.valid() && c->watcher < 0 && !c->query; }),
                          conns_.end());
         }
-        // No jail left: nothing new is accepted, the record goes.
+        // No jail left: nothing new is accepted, the record goes; a jail
+        // waiting for a connection that cannot come now ends.
+        forget_prepared();
+        forget_oneoff();
         close_endpoint();
         // Whatever is left of the jails (re-parented to us): killed, reaped.
         kill_remaining();
@@ -188,10 +219,11 @@ private:
             const std::time_t left = next - std::time(nullptr);
             ms = left <= 0 ? 0 : static_cast<int>(left * 1000 + 50);
         }
-        // A query's deadline, and the next attach jail's start, to the millisecond.
+        // A query's deadline, and the next waiting jail's start, to the millisecond.
         const auto now = std::chrono::steady_clock::now();
-        if (prepare_at_) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*prepare_at_ - now).count();
+        for (const auto& at : {prepare_at_, prepare_oneoff_at_}) {
+            if (!at) continue;
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*at - now).count();
             const int q = left <= 0 ? 0 : static_cast<int>(left) + 1;
             if (ms < 0 || q < ms) ms = q;
         }
@@ -268,6 +300,16 @@ private:
                 prepared_ = Prepared{};
                 continue;
             }
+            // Likewise a prepared one-off jail (bwrap failed, or its
+            // network could not be attached): the next one-off starts one.
+            if (pid == oneoff_.net.pid) oneoff_.net.pid = -1;
+            if (pid == oneoff_.watcher) {
+                const int code = exit_status_of(st);
+                if (code != kNoConnectionStatus)
+                    log::audit("warn", "a one-off jail ended before its connection, status " + std::to_string(code));
+                forget_oneoff();
+                continue;
+            }
             for (auto& c : conns_) {
                 if (c->net.pid == pid) c->net.pid = -1;
                 if (c->query && c->query->watcher == pid) {
@@ -293,17 +335,25 @@ private:
                 const bool oneoff = c->kind == HandoverKind::command;
                 log::audit("exit", std::string(oneoff ? "one-off jail" : "attach jail") + " ended with status " +
                                        std::to_string(code));
+                // The next one-off's jail, now that this one's command is
+                // done with the CPUs (if it was still to come).
+                if (oneoff && prepare_oneoff_at_) prepare_oneoff_at_ = std::chrono::steady_clock::now();
                 end_.last_session = c->session;
                 end_.last_status = code;
                 if (c->sock.valid()) {
                     // The session jail was ending as this attach arrived:
                     // a typed outcome, the front attaches to a new one.
                     // Its jail ended before the connection reached it.
+                    // A one-off's status is its command's, any number
+                    // (75 and 76 included): whether its descriptors
+                    // reached the jail, its watcher said on its channel.
                     const Reply lost{ReplyKind::fail, static_cast<int>(Exit::host),
-                                     "the attach jail ended before its terminal reached it"};
-                    (void)send_reply(c->sock.get(), code == kNoServerStatus       ? Reply{ReplyKind::retry, 0, ""}
-                                                    : code == kNoConnectionStatus ? lost
-                                                                                  : Reply{ReplyKind::exit, code, ""});
+                                     oneoff ? "the one-off jail ended before its descriptors reached it"
+                                            : "the attach jail ended before its terminal reached it"};
+                    Reply r{ReplyKind::exit, code, ""};
+                    if (oneoff ? !said_taken(c->chan.get()) : code == kNoConnectionStatus) r = lost;
+                    else if (!oneoff && code == kNoServerStatus) r = Reply{ReplyKind::retry, 0, ""};
+                    (void)send_reply(c->sock.get(), r);
                     c->sock.reset();
                 }
             }
@@ -352,6 +402,7 @@ private:
         }
         close_endpoint();
         forget_prepared();
+        forget_oneoff();
         if (session_ > 0) ::kill(session_, SIGTERM);
         for (auto& c : conns_) {
             if (c->watcher > 0) ::kill(c->watcher, SIGHUP);
@@ -495,97 +546,64 @@ private:
                                     std::to_string(session_) + ", " + started.value().about + ", for an attach" +
                                     started.value().warnings);
         }
-        if (attach) {
-            if (auto st = hand_to_attach_jail(c, rq, fds); !st) return refuse(st.error());
-            // The next attach finds its jail ready, started once this one's
-            // client has drawn its screen (not on the CPUs it needs for that).
-            prepare_at_ = std::chrono::steady_clock::now() + kPrepareDelay;
-            return;
-        }
-        const Request r{JailAction::command, rq.session, rq.command, false};
-        auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, rq.extra_env, c_.pam_env);
-        if (!plan) return refuse(plan.error());
-        const bool isolated = plan.value().net == JailNet::isolated;
-        if (isolated && c_.net == nullptr) return refuse(fail(Exit::internal, "an isolated jail needs its network's credentials"));
-        int chan[2] = {-1, -1};
-        if (isolated && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
-            return refuse(fail(Exit::internal, "socketpair failed"));
-        const UniqueFd ours(chan[0]);
-        UniqueFd theirs(chan[1]);
-        const Stdio stdio{{fds[0].get(), fds[1].get(), fds[2].get()}};
-        auto start = OneOffJailStart::make(plan.value(), stdio,
-                                           isolated ? std::optional(NetHandoff{theirs.get(), ours.get()}) : std::nullopt);
-        if (!start) return refuse(start.error());
-        auto pid = start_jail(start.value(), TenantContext{&c_.limits, &c_.place});
-        if (!pid) return refuse(pid.error());
-        theirs.reset();  // the watcher's end is the watcher's alone now
-        c.watcher = pid.value();
-        c.deadline = 0;
-        // An isolated one-off's network, attached while its bwrap waits
-        // (bounded): the jail's command never runs without it.
-        std::string slirp;
-        if (isolated) {
-            auto attached = attach_user_net(ours.get(), *c_.net, 10);
-            if (attached) {
-                slirp = " (slirp4netns " + std::to_string(attached.value().pid) + ")";
-                c.net = std::move(attached).value();
-            } else if (attached.error().message != kJailEndedEarly) {
-                // The watcher reads our end's close as no go-ahead and ends
-                // its bwrap; it is reaped as any other.
-                return refuse(attached.error());
-            }
-        }
-        log::audit("allow", audit_reason("one-off jail started by supervisor " + std::to_string(::getpid()) +
-                                             ", watcher " + std::to_string(pid.value()) +
-                                             ", network " + std::string(jail_net_name(plan.value().net)) +
-                                             (c_.start.policy.pam_session ? ", PAM session open" : ", no PAM session") +
-                                             slirp,
-                                         plan.value()));
-        (void)send_reply(c.sock.get(), Reply{ReplyKind::ok, 0, ""});
+        if (auto st = hand_to_waiting_jail(c, rq, fds); !st) return refuse(st.error());
+        // The next connection of its kind finds its jail ready: an attach's
+        // started once this one's client has drawn its screen, a one-off's
+        // once this one has ended (or run a while): not on the CPUs they
+        // need.
+        (attach ? prepare_at_ : prepare_oneoff_at_) = std::chrono::steady_clock::now() + kPrepareDelay;
     }
 
-    // An attach: the connection goes to the prepared attach jail (started
-    // now if none waits), whose bwrap argv must be this connection's plan's
-    // (build_plan: an attach's argv names neither the session nor the
-    // caller's variables, which go with the terminal). A prepared jail found
-    // gone is replaced, once.
-    Status hand_to_attach_jail(Conn& c, const HandoverRequest& rq, const std::vector<UniqueFd>& fds) {
+    // An attach or a one-off: the connection goes to the jail prepared for
+    // the next one of its kind (started now if none waits), whose bwrap
+    // argv must be this connection's plan's (build_plan: neither names the
+    // session, the command or the caller's variables, which go with the
+    // descriptors). It is sent before the jail's start-up report is read:
+    // a jail whose bwrap fails during its setup still takes it, and tells
+    // the front why. A prepared jail found gone is replaced, once.
+    Status hand_to_waiting_jail(Conn& c, const HandoverRequest& rq, const std::vector<UniqueFd>& fds) {
+        const bool attach = rq.kind == HandoverKind::attach;
+        Prepared& slot = attach ? prepared_ : oneoff_;
+        const std::string what = attach ? "attach jail" : "one-off jail";
+        const Request r = attach ? Request{JailAction::attach, rq.session, {}, c_.attach_netns.valid()}
+                                 : Request{JailAction::command, rq.session, rq.command, false};
+        auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, rq.extra_env, c_.pam_env);
+        if (!plan) return plan.error();
+        const std::string words = handed_words(plan.value());
+        if (words.empty()) return fail(Exit::refused, "the command and environment do not fit the " + what);
         for (int attempt = 0; attempt < 2; ++attempt) {
-            if (auto st = prepare_attach(); !st) return st;
-            const Request r{JailAction::attach, rq.session, {}, c_.attach_netns.valid()};
-            auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, rq.extra_env, c_.pam_env);
-            if (!plan) return plan.error();
-            if (plan.value().argv != prepared_.argv)
-                return fail(Exit::internal, "the prepared attach jail is not this connection's plan");
-            // Its start-up report: at once for one prepared ahead; for one
-            // started for this connection, once its bwrap runs. A failure is
-            // this connection's (fail-closed, with its reason).
-            if (!prepared_.ready) {
-                auto up = read_report(prepared_.chan.get(), kAttachStartSeconds, "the attach jail");
-                if (!up) {
-                    forget_prepared();
-                    return up.error();
-                }
-                prepared_.ready = true;
-            }
-            const std::string words = handed_words(plan.value());
-            if (words.empty()) return fail(Exit::refused, "the attach's command and environment do not fit its jail");
-            if (!send_connection(prepared_.chan.get(), words, fds)) {
-                forget_prepared();
+            // A one-off jail started now takes the connection at its start.
+            const bool fresh = !attach && slot.watcher <= 0;
+            const Handed handed{words, fds, plan.value().argv};
+            if (auto st = attach ? prepare_attach() : prepare_oneoff(fresh ? &handed : nullptr); !st) return st;
+            if (plan.value().argv != slot.argv) return fail(Exit::internal, "the prepared " + what + " is not this connection's plan");
+            if (!fresh && !send_connection(slot.chan.get(), words, fds)) {
+                attach ? forget_prepared() : forget_oneoff();
                 continue;
             }
-            c.watcher = prepared_.watcher;
+            if (!slot.ready) {
+                auto up = read_report(slot.chan.get(), kWaitingStartSeconds, "the " + what);
+                if (!up) {
+                    attach ? forget_prepared() : forget_oneoff();
+                    return up.error();
+                }
+            }
+            c.watcher = slot.watcher;
             c.deadline = 0;
-            prepared_ = Prepared{};
-            log::audit("allow", audit_reason("attach jail started by supervisor " + std::to_string(::getpid()) +
-                                                 ", watcher " + std::to_string(c.watcher) + ", network " +
-                                                 std::string(jail_net_name(plan.value().net)) +
-                                                 (c_.start.policy.pam_session ? ", PAM session open" : ", no PAM session"),
-                                             plan.value()));
+            c.net = std::move(slot.net);
+            if (!attach) c.chan = std::move(slot.chan);
+            slot = Prepared{};
+            std::string said = what;
+            said.append(" started by supervisor ").append(std::to_string(::getpid()));
+            said.append(", watcher ").append(std::to_string(c.watcher));
+            said.append(", network ").append(jail_net_name(plan.value().net));
+            said.append(c_.start.policy.pam_session ? ", PAM session open" : ", no PAM session");
+            if (c.net.pid > 0) said.append(" (slirp4netns ").append(std::to_string(c.net.pid)).append(")");
+            log::audit("allow", audit_reason(std::move(said), plan.value()));
             (void)send_reply(c.sock.get(), Reply{ReplyKind::ok, 0, ""});
             return ok_status();
         }
-        return fail(Exit::internal, "cannot hand the terminal to an attach jail");
+        return fail(Exit::internal, "cannot hand the connection to a " + what);
     }
 
     // The next attach's jail: bwrap set up and its stub waiting, in the
@@ -614,9 +632,81 @@ private:
         return ok_status();
     }
 
+    // The next one-off's jail: bwrap set up (an isolated one with its
+    // slirp4netns attached, while bwrap waits) and its stub waiting, while
+    // this supervisor has a jail that keeps it (it is started for a
+    // connection, or after one).
+    // A one-off jail started for a connection (none waited) is sent it at
+    // once, before its network: whatever its bwrap does meanwhile, the
+    // watcher has the connection, and tells its front.
+    Status prepare_oneoff(const Handed* now = nullptr) {
+        if (oneoff_.watcher > 0) return ok_status();
+        if (ending_at_ != 0) return fail(Exit::internal, "the supervisor is ending");
+        const Request r{JailAction::command, kPreparedSession, {kPreparedCommand}, false};
+        auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, CallerEnv{}, c_.pam_env);
+        if (!plan) return plan.error();
+        if (now != nullptr && plan.value().argv != now->argv)
+            return fail(Exit::internal, "the one-off jail's plan is not this connection's");
+        const bool isolated = plan.value().net == JailNet::isolated;
+        if (isolated && c_.net == nullptr) return fail(Exit::internal, "an isolated jail needs its network's credentials");
+        const UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+        if (!null.valid()) return fail(Exit::internal, "cannot open /dev/null");
+        int conn[2] = {-1, -1};
+        int chan[2] = {-1, -1};
+        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, conn) != 0)
+            return fail(Exit::internal, "socketpair failed");
+        UniqueFd conn_ours(conn[0]);
+        UniqueFd conn_theirs(conn[1]);
+        if (isolated && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
+            return fail(Exit::internal, "socketpair failed");
+        const UniqueFd net_ours(chan[0]);
+        UniqueFd net_theirs(chan[1]);
+        auto start = OneOffJailStart::make(plan.value(), Stdio{{null.get(), null.get(), null.get()}},
+                                           isolated ? std::optional(NetHandoff{net_theirs.get(), net_ours.get()}) : std::nullopt,
+                                           ConnHandoff{conn_theirs.get(), conn_ours.get()});
+        if (!start) return start.error();
+        auto pid = start_jail(start.value(), TenantContext{&c_.limits, &c_.place});
+        if (!pid) return pid.error();
+        conn_theirs.reset();  // the watcher's ends are the watcher's alone now
+        net_theirs.reset();
+        oneoff_.watcher = pid.value();
+        oneoff_.chan = std::move(conn_ours);
+        oneoff_.argv = plan.value().argv;
+        if (now != nullptr && !send_connection(oneoff_.chan.get(), now->words, now->fds)) {
+            forget_oneoff();
+            return fail(Exit::internal, "cannot hand the connection to a one-off jail");
+        }
+        // Its network, attached while its bwrap waits (bounded): the stub,
+        // and so the command, never runs without it. A jail that ended
+        // first says why: in its start-up report, or to its front.
+        if (isolated) {
+            auto attached = attach_user_net(net_ours.get(), *c_.net, kWaitingStartSeconds);
+            if (attached) oneoff_.net = std::move(attached).value();
+            else if (attached.error().message != kJailEndedEarly) {
+                // Ended at once, so that it tells a front it may hold nothing.
+                ::kill(oneoff_.watcher, SIGKILL);
+                forget_oneoff();
+                return attached.error();
+            }
+        }
+        return ok_status();
+    }
+
     // Its watcher reads our end's close as "no connection" and ends it;
     // it is reaped as any child.
     void forget_prepared() { prepared_ = Prepared{}; }
+    void forget_oneoff() {
+        end_user_net(oneoff_.net);
+        oneoff_ = Prepared{};
+    }
+
+    // A jail that keeps this supervisor: the session jail, or a connection's.
+    bool jail_running() const {
+        if (session_ > 0) return true;
+        for (const auto& c : conns_)
+            if (c->watcher > 0) return true;
+        return false;
+    }
 
     // The waiting attach jail, if one has started (its watcher's report,
     // read here once it has come, without waiting) and answers no query.
@@ -718,6 +808,8 @@ private:
     std::vector<std::unique_ptr<Conn>> conns_;
     Prepared prepared_;
     std::optional<std::chrono::steady_clock::time_point> prepare_at_;
+    Prepared oneoff_;
+    std::optional<std::chrono::steady_clock::time_point> prepare_oneoff_at_;
 };
 
 }  // namespace

@@ -58,6 +58,7 @@ void write_report(int fd, const Status& st) {
 
 ReadUntil read_until(int fd, char stop, std::size_t max, int seconds) {
     ReadUntil got;
+    bool reset = false;
     const auto deadline = std::time(nullptr) + seconds;
     while (got.text.find(stop) == std::string::npos && got.text.size() < max) {
         const auto left = deadline - std::time(nullptr);
@@ -71,6 +72,13 @@ ReadUntil read_until(int fd, char stop, std::size_t max, int seconds) {
         char buf[512];
         const ssize_t n = ::read(fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
+        // A peer that ended with a message of ours unread (a jail's watcher
+        // that failed before its connection) resets the socket: the kernel
+        // says so once, and what it wrote before is still to be read.
+        if (n < 0 && errno == ECONNRESET && !reset) {
+            reset = true;
+            continue;
+        }
         if (n <= 0) break;
         got.text.append(buf, static_cast<std::size_t>(n));
     }

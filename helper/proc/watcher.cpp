@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <span>
 
 #include "base/fd_pass.hpp"
 #include "base/unique_fd.hpp"
@@ -160,31 +161,40 @@ bool relay_answer(int stub_fd, int conn_fd) {
     return true;
 }
 
-// An attach jail's connection: what its supervisor sends once a front has
-// handed a terminal over (owner.cpp: the tmux client's words and three
+// A waiting jail's connection: what its supervisor sends once a front has
+// handed its descriptors over (owner.cpp: the command's words and three
 // descriptors). What it waits for: that message, or bwrap's end, or the
 // supervisor's (end of file: no connection comes). Meanwhile the
-// supervisor may ask a query (query.hpp: one at a time, its words and two
-// descriptors), which goes to the stub, and the stub's answer back. With a
-// connection, the front's stderr becomes ours (the relay of the jail's
-// stderr goes there), and the words and the terminal go to the stub; the
-// answer to a query asked before is still relayed. Returns whether a
-// connection came.
-bool await_connection(int conn_fd, int stub_fd, pid_t bwrap) {
+// supervisor may ask a query of an attach jail (query.hpp: one at a time,
+// its words and two descriptors), which goes to the stub, and the stub's
+// answer back. With a connection, the front's stderr becomes ours (an
+// attach's relay of the jail's stderr goes there, and a one-off's
+// failures), and the words and the first `handed` descriptors go to the
+// stub (an attach's terminal, two; a one-off's stdio, three); the answer
+// to a query asked before is still relayed. Returns whether a connection
+// came.
+bool await_connection(int conn_fd, int stub_fd, pid_t bwrap, std::size_t handed) {
     const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, bwrap, 0)));
     bool asked = false;  // a query went to the stub, and its answer has not come back
+    bool stub_gone = false;  // the stub's end closed unasked: bwrap failed, its end follows
     while (true) {
-        pollfd p[3] = {{conn_fd, POLLIN, 0}, {stub_fd, POLLIN, 0}, {pidfd.get(), POLLIN, 0}};
+        pollfd p[3] = {{conn_fd, POLLIN, 0}, {stub_gone ? -1 : stub_fd, POLLIN, 0}, {pidfd.get(), POLLIN, 0}};
         while (::poll(p, pidfd.valid() ? 3 : 2, -1) < 0)
             if (errno != EINTR) return false;
         if (p[1].revents != 0) {
-            if (!asked || !relay_answer(stub_fd, conn_fd)) return false;
-            asked = false;
-            continue;
+            if (asked) {
+                if (!relay_answer(stub_fd, conn_fd)) return false;
+                asked = false;
+                continue;
+            }
+            stub_gone = true;
         }
         // A connection sent before bwrap ended still goes in (its front then
         // hears why the jail ended); bwrap's end alone: none comes.
-        if ((p[0].revents & (POLLIN | POLLHUP)) == 0) return false;
+        if ((p[0].revents & (POLLIN | POLLHUP)) == 0) {
+            if (p[2].revents != 0 || !pidfd.valid()) return false;
+            continue;
+        }
         Received got = receive_with_fds(conn_fd, kMaxHandedBytes + kQueryWord.size());
         if (got.n <= 0 || got.truncated) return false;
         if (std::string_view(got.data).substr(0, kQueryWord.size()) == kQueryWord) {
@@ -196,11 +206,11 @@ bool await_connection(int conn_fd, int stub_fd, pid_t bwrap) {
         }
         if (got.fds.size() != 3) return false;
         if (::dup2(got.fds[2].get(), 2) != 2) return false;
-        // The stub takes the terminal as its stdin and stdout (its stderr is
-        // our capture); a stub already gone (bwrap failed) reads nothing, and
-        // its status and bwrap's message tell the front why.
-        const int pass[2] = {got.fds[0].get(), got.fds[1].get()};
-        (void)send_with_fds(stub_fd, got.data, pass);
+        // The stub takes them as its stdin, stdout (and stderr; an attach's
+        // stderr is our capture); a stub already gone (bwrap failed) reads
+        // nothing, and its status and bwrap's message tell the front why.
+        const int pass[3] = {got.fds[0].get(), got.fds[1].get(), got.fds[2].get()};
+        (void)send_with_fds(stub_fd, got.data, std::span<const int>(pass, handed));
         if (asked) {
             // The stub answers the query before it reads the connection; the
             // supervisor stops waiting for that answer at its deadline.
@@ -242,9 +252,10 @@ Status prepare_socket_dir(const std::string& home_path, uid_t uid) {
 int watch_jail(const WatchOrder& order) {
     const Plan& plan = order.plan;
     const JailTraits kind = traits_of(order.kind);
-    // The session jail reports its start on ready_fd, an attach jail on
-    // its connection channel (read by its supervisor before the connection).
-    const int ready_fd = order.ready_fd >= 0 ? order.ready_fd : order.conn_fd;
+    // The session jail reports its start on ready_fd, a waiting jail on
+    // its connection channel (until its connection comes: then on the
+    // front's stderr, which is ours).
+    int ready_fd = order.ready_fd >= 0 ? order.ready_fd : order.conn_fd;
     const int net_fd = order.net_fd;
     // The kind's factory checked it: a channel exactly when the plan is isolated.
     const bool isolated = net_fd >= 0;
@@ -257,9 +268,10 @@ int watch_jail(const WatchOrder& order) {
     if (auto st = prove_private_proc(plan); !st) return failed(st.error());
     UniqueFd stderr_memfd;
     const std::string socket = plan.socket_dir + "/clihost.sock";
-    // An attach jail's stderr: its tmux client may find that the server
-    // went away (below).
-    if (kind.attaches) {
+    // A waiting jail's stderr: bwrap's own message, written before a
+    // connection came (said to the one-off's front, below); an attach
+    // jail's tmux client may find that the server went away (below).
+    if (kind.waits) {
         stderr_memfd.reset(static_cast<int>(::syscall(SYS_memfd_create, "clihost-jail-stderr", MFD_CLOEXEC)));
         if (!stderr_memfd.valid()) return failed(fail(Exit::internal, "memfd_create failed"));
     }
@@ -297,9 +309,9 @@ int watch_jail(const WatchOrder& order) {
         resolv = resolv_conf_fd(plan.resolv_conf);
         if (!resolv.valid()) return failed(fail(Exit::internal, "cannot prepare the jail's resolv.conf"));
     }
-    // An attach jail: the stub's end of its connection, as kAttachFd.
+    // A waiting jail: the stub's end of its connection, as kAttachFd.
     UniqueFd stub_ours, stub_theirs;
-    if (kind.attaches) {
+    if (kind.waits) {
         int sp[2] = {-1, -1};
         if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
             return failed(fail(Exit::internal, "socketpair failed"));
@@ -345,9 +357,9 @@ int watch_jail(const WatchOrder& order) {
     // child did itself; it exits with that error's code, which supervise
     // returns below.
     if (auto exec = await_bwrap_exec(starting); !exec) {
-        // An attach jail's supervisor hears it before any connection is
+        // A waiting jail's supervisor hears it before any connection is
         // handed over (no front to tell yet).
-        if (!kind.attaches) report_tenant_failure(exec.error());
+        if (!kind.waits) report_tenant_failure(exec.error());
         else {
             write_report(ready_fd, exec.error());
             (void)supervise(bwrap);
@@ -358,21 +370,6 @@ int watch_jail(const WatchOrder& order) {
     // each pipe is the only one left (end of file once it is gone).
     starting.exec.copies.clear();
     stub_theirs.reset();
-    // An attach jail waits, set up, for its connection; none comes when its
-    // supervisor ends it first (end of file) or bwrap failed: then it ends
-    // without a word (no front to tell).
-    // The /proc trial's child (if this watcher made one) is reaped now, not
-    // left a zombie for as long as the jail waits; then the jail is ready.
-    if (kind.attaches) {
-        reap_trial();
-        write_report(ready_fd, ok_status());
-    }
-    if (kind.attaches && !await_connection(order.conn_fd, stub_ours.get(), bwrap)) {
-        ::kill(bwrap, SIGKILL);
-        (void)supervise(bwrap);
-        return kNoConnectionStatus;
-    }
-    stub_ours.reset();
     if (isolated) {
         // The jail's command starts only once its network is up: never
         // with the host's, and never before slirp4netns is attached.
@@ -389,6 +386,7 @@ int watch_jail(const WatchOrder& order) {
         if (!attached && !ended) {
             ::kill(bwrap, SIGKILL);
             (void)supervise(bwrap);
+            if (kind.waits) write_report(ready_fd, attached.error());
             return static_cast<int>(attached.error().code);
         }
         // A bwrap that failed during its setup no longer reads this (EPIPE):
@@ -396,6 +394,27 @@ int watch_jail(const WatchOrder& order) {
         if (child > 0 && !ended) (void)!::write(block_write.get(), "g", 1);
         block_write.reset();
     }
+    // A waiting jail (an isolated one with its network attached) waits,
+    // set up, for its connection; none comes when its supervisor ends it
+    // first (end of file) or bwrap failed: then it ends without a word (no
+    // front to tell). The /proc trial's child (if this watcher made one)
+    // is reaped now, not left a zombie for as long as the jail waits; then
+    // the jail is ready.
+    if (kind.waits) {
+        reap_trial();
+        write_report(ready_fd, ok_status());
+        if (!await_connection(order.conn_fd, stub_ours.get(), bwrap, kind.attaches ? 2 : 3)) {
+            ::kill(bwrap, SIGKILL);
+            (void)supervise(bwrap);
+            return kNoConnectionStatus;
+        }
+        // A one-off's supervisor hears that its descriptors are here: its
+        // status from now on is the command's, whatever number it is.
+        if (!kind.attaches) (void)::send(order.conn_fd, "taken", 5, MSG_NOSIGNAL | MSG_DONTWAIT);
+        // From now on a failure is the front's to hear, on its stderr (ours).
+        ready_fd = -1;
+    }
+    stub_ours.reset();
     if (kind.serves_tmux) {
         const Status up = wait_for_server(socket, bwrap, stderr_memfd.get());
         write_report(ready_fd, up);
@@ -407,8 +426,16 @@ int watch_jail(const WatchOrder& order) {
         }
     }
     const int st = supervise(bwrap);
-    if (reports_status && bwrap_setup_failed(st, status_read.get()))
+    if (reports_status && bwrap_setup_failed(st, status_read.get())) {
+        // A waiting jail's bwrap said why into our capture (no connection
+        // had come): its first line goes to the front's stderr, as bwrap
+        // wrote it to the caller's before (the line below points at it).
+        if (kind.waits) {
+            const std::string said = bwrap_message(stderr_memfd.get()) + "\n";
+            if (said.size() > 1) (void)!::write(2, said.data(), said.size());
+        }
         return failed(fail(Exit::host, "bwrap could not set up the jail (its message is above); refusing"));
+    }
     if (kind.attaches) {
         // The narrower window of the race above: tmux still answered when we
         // looked, and was gone when the client connected (the tenant's last

@@ -38,7 +38,7 @@ bool trial_jail(const Prepared& p, const std::vector<std::string>& command) {
     policy.network = NetworkMode::host;
     auto plan = build_plan(policy, *p.tenant, {JailAction::command, "check", command}, p.probe, {}, {});
     if (!plan) return false;
-    const auto status = run_trial_jail(plan.value());
+    const auto status = run_trial_jail(plan.value(), nullptr);
     return status && status.value() == 0;
 }
 
@@ -78,7 +78,7 @@ void network_section(const Prepared& p, bool can_start, Line line, Problem probl
     trial.allow_caller_command = true;  // our own fixed command, not the caller's
     auto plan = build_plan(trial, *p.tenant, {JailAction::command, "check", {"/bin/true"}}, p.probe, {}, {});
     if (!plan) return bad("network trial", plan.error().message);
-    auto ran = run_network_trial(plan.value(), net.value());
+    auto ran = run_trial_jail(plan.value(), &net.value());
     if (!ran) bad("network trial", ran.error().message);
     else if (ran.value() != 0) bad("network trial", "an isolated jail exited with status " + std::to_string(ran.value()));
     else line("network trial", "ok (/bin/true ran in an isolated jail with slirp4netns as " + p.tenant->account.name + ")");

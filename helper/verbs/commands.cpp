@@ -121,14 +121,14 @@ struct Requirements {
     bool bwrap{false};       // the configured bwrap is a trusted executable
     bool jail_shell{false};  // the jail's shell is no route around it (routes::check_jail_shell)
     enum class ProcSys { no, yes, unless_nested } proc_sys{ProcSys::no};  // require_proc_sys_writable
-    bool attach_stub{false};  // an attach: the attach stub its jail runs is trusted (kAttachStub)
+    bool attach_stub{false};  // the attach stub an attach jail or a one-off jail runs is trusted (kAttachStub)
 };
 
 Requirements requirements_of(Verb verb, bool attach) {
     using P = Requirements::ProcSys;
     switch (verb) {
         case Verb::print: return {false, true, true, P::no};
-        case Verb::run: return {true, true, true, attach ? P::yes : P::unless_nested, attach};
+        case Verb::run: return {true, true, true, attach ? P::yes : P::unless_nested, true};
         case Verb::kill:
         case Verb::stop:
         case Verb::list: return {true, false, false, P::no};
@@ -208,10 +208,12 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
                        "--unshare-net\n");
         for (const auto& w : pl.warnings) out.append("# warning: ").append(w).append("\n");
         out += render(pl);
-        // An attach jail starts before its connection; its stub then execs
-        // the client with the terminal as stdin and stdout.
+        // An attach jail and a one-off jail start before their connection;
+        // the stub then execs the client on the terminal, or the command
+        // on the caller's stdin, stdout and stderr.
         if (!pl.handed_command.empty()) {
-            out.append("# then the stub, handed the terminal, execs: env -i");
+            out.append(req.action == JailAction::attach ? "# then the stub, handed the terminal, execs: env -i"
+                                                        : "# then the stub, handed the caller's stdio, execs: env -i");
             for (const auto& e : pl.handed_env) out.append(" ").append(shell_quote(e));
             for (const auto& a : pl.handed_command) out.append(" ").append(shell_quote(a));
             out.append("\n");

@@ -418,10 +418,11 @@ def install_attach_stub():
     os.replace(tmp, STUB_TARGET)
 
 
-def prepared_attach_jails(uid):
-    """The processes of a tenant's attach jails prepared for the next
-    connection (each waits: its stub, bwrap's pid 1, bwrap, its watcher),
-    by the tenant's uid."""
+def _waiting_jails(uid, oneoff):
+    """The processes of a tenant's jails waiting for their connection (each:
+    its stub, bwrap's pid 1, bwrap, its watcher), by the tenant's uid: the
+    attach jails' or (oneoff) the one-off jails', told apart by bwrap's
+    --json-status-fd, which only a one-off jail's has."""
     out = set()
     for pid in pids(uid=uid, live=True):
         try:
@@ -429,16 +430,36 @@ def prepared_attach_jails(uid):
                 continue
         except OSError:
             continue
-        p = pid
+        chain, p = set(), pid
         while p > 1:
             try:
                 if os.stat(f"/proc/{p}").st_uid != uid:
                     break
-                out.add(p)
+                chain.add(p)
                 p = int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
             except (OSError, ValueError, IndexError):
                 break
+        argvs = []
+        for q in chain:
+            try:
+                argvs.append(open(f"/proc/{q}/cmdline", "rb").read().split(b"\0"))
+            except OSError:
+                pass
+        if any(b"--json-status-fd" in a for a in argvs) == oneoff:
+            out |= chain
     return out
+
+
+def prepared_attach_jails(uid):
+    """The processes of a tenant's attach jails prepared for the next
+    connection (each waits: its stub, bwrap's pid 1, bwrap, its watcher),
+    by the tenant's uid."""
+    return _waiting_jails(uid, oneoff=False)
+
+
+def prepared_oneoff_jails(uid):
+    """Likewise, the one-off jail prepared for the tenant's next one-off."""
+    return _waiting_jails(uid, oneoff=True)
 
 
 def _delete_user(name):

@@ -189,6 +189,10 @@ def test_loader_variables_of_a_root_caller_reach_neither_bwrap_nor_the_jail(host
         bwraps = pids_named(host, alice, "bwrap")
         assert bwraps, "no bwrap of the tenant while its jail runs"
         bwrap_env = [e for pid in bwraps for e in environ_of(pid)]
+        # The control that environ_of reads a jail's processes: the jail's
+        # shell, exec'd by the stub with its environment.
+        shells = [p for p in pids_named(host, alice, "sh") if s in open(f"/proc/{p}/cmdline").read()]
+        shell_env = [e for pid in shells for e in environ_of(pid)]
     finally:
         with open(go, "w"):
             pass
@@ -201,7 +205,10 @@ def test_loader_variables_of_a_root_caller_reach_neither_bwrap_nor_the_jail(host
     assert r.returncode == 0, r
     assert_inside(host, alice, r.stdout)
     jail_env = [l.split(" ", 1)[1] for l in r.stdout.splitlines() if l.startswith("CTJ_ENV ")]
-    assert "TTYD_SANDBOX=true" in jail_env and "TTYD_SANDBOX=true" in bwrap_env, (r, jail_env, bwrap_env)
+    # bwrap gets no environment at all (--clearenv, and the stub is handed
+    # the command's); the jail's shell has its own, the control.
+    assert "TTYD_SANDBOX=true" in jail_env and "TTYD_SANDBOX=true" in shell_env, (r, jail_env, shell_env)
+    assert bwrap_env == [], bwrap_env
     banned = (set(attack_env) | {"LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "GCONV_PATH"}) - PASSED_BY_DESIGN
     for where, envs in [("jail", jail_env), ("bwrap", bwrap_env)]:
         leaked = {e.split("=", 1)[0] for e in envs} & banned

@@ -21,8 +21,8 @@ import pytest
 
 from attackutil import INSIDE, assert_inside, guard, payloads, live_processes, pid_audit, \
     pids_named, start_jail, wait_no_live  # noqa: F401 (fixtures)
-from conftest import RUNTIME_DIR, PROXY, exited, log_lines, logged_at, new_session, pam_closed, pid_lines, \
-    proc_children, proc_exe, proc_state, proc_status, spawn, start_as, wait_until
+from conftest import RUNTIME_DIR, PROXY, exited, log_lines, logged_at, new_session, pam_closed, \
+    pids, proc_children, proc_exe, proc_state, proc_status, spawn, start_as, wait_until
 
 
 def pam_lines(host, p, timeout=3.0, tenant="ctj-alice"):
@@ -594,7 +594,9 @@ def test_crash_of_the_waiting_root_parent_writes_no_core(host, alice, guard, cal
 
 
 def watcher_of(host, tenant):
-    """The helper process that runs as the tenant (between the root parent and bwrap)."""
+    """The helper processes that run as the tenant (between the root parent
+    and bwrap): the one-off jail's watcher, and the one of the jail prepared
+    for the tenant's next one-off once its supervisor has started it."""
     uid = str(pwd.getpwnam(tenant).pw_uid)
     out = []
     for pid in host.helper_pids():
@@ -604,6 +606,18 @@ def watcher_of(host, tenant):
         except OSError:
             pass
     return out
+
+
+def watcher_of_sleep(host, tenant):
+    """The watcher of the one-off jail that runs `sleep`."""
+    uid = pwd.getpwnam(tenant).pw_uid
+    (sleeper,) = [p for p in pids(uid=uid, live=True) if open(f"/proc/{p}/comm").read().strip() == "sleep"]
+    p = sleeper
+    while p > 1:
+        p = int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
+        if p in watcher_of(host, tenant):
+            return p
+    raise AssertionError(f"no watcher above sleep {sleeper}")
 
 
 PTRACE_AND_PEEK = r"""
@@ -648,14 +662,17 @@ def test_the_tenant_cannot_ptrace_the_watcher(host, alice, guard, suid_dumpable)
     p = start_jail(host, alice, "sleep 1000", s)
     try:
         wait_sleeping(host, alice)
+        # The running jail's watcher, and the waiting one's once prepared.
+        assert wait_until(lambda: len(watcher_of(host, alice)) == 2, 10), watcher_of(host, alice)
         watchers = watcher_of(host, alice)
-        assert len(watchers) == 1, watchers
-        r = host.run_as(alice, ["/usr/bin/python3", "-c", PTRACE_AND_PEEK, str(watchers[0])])
-        assert r.returncode == 0, r.stderr
-        assert "attach -1 1" in r.stdout, r.stdout  # EPERM
-        assert "mem denied" in r.stdout and "environ denied" in r.stdout, r.stdout
-        assert "fd denied" in r.stdout, r.stdout
-        assert not stopped(watchers[0])
+        assert watcher_of_sleep(host, alice) in watchers
+        for w in watchers:
+            r = host.run_as(alice, ["/usr/bin/python3", "-c", PTRACE_AND_PEEK, str(w)])
+            assert r.returncode == 0, r.stderr
+            assert "attach -1 1" in r.stdout, r.stdout  # EPERM
+            assert "mem denied" in r.stdout and "environ denied" in r.stdout, r.stdout
+            assert "fd denied" in r.stdout, r.stdout
+            assert not stopped(w)
     finally:
         os.kill(p.pid, signal.SIGTERM)
         p.wait(timeout=10)
@@ -667,9 +684,7 @@ def test_the_tenant_killing_the_watcher_ends_the_jail_and_pam(host, alice, guard
     s = new_session()
     p = start_jail(host, alice, "sleep 1000", s)
     wait_sleeping(host, alice)
-    watchers = watcher_of(host, alice)
-    assert len(watchers) == 1, watchers
-    k = host.run_as(alice, ["kill", "-KILL", str(watchers[0])])
+    k = host.run_as(alice, ["kill", "-KILL", str(watcher_of_sleep(host, alice))])
     assert k.returncode == 0, k.stderr
     p.wait(timeout=10)
     assert p.returncode == 128 + signal.SIGKILL, p.returncode

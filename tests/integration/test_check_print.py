@@ -6,7 +6,7 @@ import pwd
 import shlex
 import subprocess
 
-from conftest import PROXY, STUB_TARGET, new_session, routes_closed
+from conftest import PROXY, STUB_TARGET, new_session, pids, routes_closed, wait_until
 
 
 def test_check_reports_a_startable_jail(host, alice):
@@ -29,7 +29,7 @@ def test_check_fails_with_exit_3_when_bwrap_is_missing(host):
 
 
 def test_check_fails_with_exit_3_when_the_attach_stub_is_missing(host):
-    """Every attach jail runs it: without it no attach can start. Control:
+    """Every attach jail and one-off jail runs it: without it none can start. Control:
     with it back, check says ok for it."""
     os.rename(STUB_TARGET, STUB_TARGET + ".away")
     try:
@@ -206,6 +206,18 @@ def test_print_is_exactly_what_runs(host, alice):
         # PAM's pam_env variables are added at launch (print says so); none
         # are configured on the test host, so the environments are equal.
         assert ran_env == printed_env
+        # bwrap runs the stub, which execs the command with the handed
+        # environment: the printed one too.
+        handed = [l for l in r.stdout.splitlines() if l.startswith("# then the stub, handed the caller's stdio, execs: ")]
+        assert len(handed) == 1, r.stdout
+        hwords = shlex.split(handed[0].split("execs: ", 1)[1])
+        assert hwords[:2] == ["env", "-i"] and hwords[-len(cmd):] == cmd, hwords
+        uid = pwd.getpwnam(alice).pw_uid
+        command = lambda: [p for p in pids(uid=uid, live=True)
+                           if open(f"/proc/{p}/cmdline", "rb").read().decode().split("\0")[:-1] == cmd]
+        assert wait_until(command, 10), host.processes_of(alice)
+        environ = open(f"/proc/{command()[0]}/environ", "rb").read().decode().split("\0")[:-1]
+        assert environ == hwords[2:-len(cmd)], (environ, hwords)
     finally:
         proc.terminate()
         proc.wait(10)

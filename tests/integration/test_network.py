@@ -30,7 +30,8 @@ import pytest
 
 import netpeer
 from conftest import (PROXY, REPO, RUNTIME_DIR, TENANTS, attach_clients, front_and_supervisor_lines, install_faults_bin,
-                      new_session, pid_lines, pids, proc_status, routes_closed, start_as, wait_until)
+                      new_session, pid_lines, pids, prepared_oneoff_jails, proc_status, routes_closed, start_as,
+                      wait_until)
 from ptyutil import PtyProcess
 
 NET_GROUP = "clihost-jail-net"
@@ -775,6 +776,42 @@ def test_one_off_jails_leave_no_network_process(host, alice, net, pam):
     assert not slirps(alice)
     got, _ = oneoff(host, alice, [INTERNET["internet udp v4"][0], {"kind": "netns"}], conf)
     assert got[0] == "ok:" + netpeer.PEER_TOKEN + ":ping" and got[1] != "ok:" + host_netns(), got
+    assert wait_until(lambda: not slirps(alice), 5), slirps(alice)
+
+
+def test_a_prepared_isolated_one_off_jail_has_a_network_of_its_own(host, alice, net, terms):
+    """The one-off jail a supervisor prepares for the tenant's next one-off
+    (while a long one-off keeps it) gets its own namespace and slirp4netns,
+    attached before its stub waits: the one-off handed to it reaches the
+    internet from its first instruction, in a namespace that is neither the
+    host's nor the keeper's, and its slirp4netns is the one that waited
+    with it. `stop` leaves no slirp4netns."""
+    host.run_root([host.bin, "stop", "--user", alice])
+    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_CONFIG": net.isolated}
+    keeper = PtyProcess([host.bin, "run", "--user", alice, "--session", new_session(), "--", "/bin/sleep", "4350"],
+                        user=None, env=env)
+    terms.append(keeper)
+    uid = pwd.getpwnam(alice).pw_uid
+    assert wait_until(lambda: prepared_oneoff_jails(uid) and len(slirps(alice)) == 2, 15), host.processes_of(alice)
+    waiting = [p for p in prepared_oneoff_jails(uid) if os.readlink(f"/proc/{p}/exe") == host.bin]
+    assert len(waiting) == 1, waiting
+    before = set(slirps(alice))
+    got, r = oneoff(host, alice, [INTERNET["internet udp v4"][0], {"kind": "netns"}], net.isolated)
+    assert got[0] == "ok:" + netpeer.PEER_TOKEN + ":ping", got
+    sleeper = [p for p in pids(uid=uid, live=True) if open(f"/proc/{p}/cmdline", "rb").read().startswith(b"/bin/sleep\0")]
+    assert got[1] not in ("ok:" + host_netns(), "ok:" + os.readlink(f"/proc/{sleeper[0]}/ns/net")), got
+    # The supervisor's lines hold the keeper's too: this one-off's is the newest.
+    lines = front_and_supervisor_lines(host, r, want=2, until=lambda l: "one-off jail started by supervisor" in l)
+    started = [l for l in lines if "one-off jail started by supervisor" in l][-1]
+    assert f", watcher {waiting[0]}," in started, (started, waiting)
+    # Its slirp4netns waited with it (alive before the request), and ends
+    # with it; the keeper's goes on.
+    slirp = int(started.split("(slirp4netns ")[1].split(")")[0])
+    assert slirp in before and len(before) == 2, (slirp, before)
+    assert wait_until(lambda: slirp not in slirps(alice), 5), slirps(alice)
+    assert keeper.proc.poll() is None and before - {slirp} <= set(slirps(alice)), (before, slirps(alice))
+    host.run_root([host.bin, "stop", "--user", alice], config=net.isolated)
+    assert keeper.wait(10) is not None
     assert wait_until(lambda: not slirps(alice), 5), slirps(alice)
 
 

@@ -7,8 +7,8 @@ import os
 import pwd
 import re
 
-from conftest import CGROUP_PARENT, PROXY, REPO, STUB_TARGET, cgroup_missing, new_session, pids, proc_status, \
-    wait_until
+from conftest import CGROUP_PARENT, PROXY, REPO, STUB_TARGET, cgroup_missing, new_session, pids, prepared_oneoff_jails, \
+    proc_exe, proc_status, wait_until
 from ownerutil import ancestors, cmdline, ppid, supervisor_pid
 from ptyutil import PtyProcess, attach, shell_ready
 
@@ -66,6 +66,115 @@ def test_stop_ends_a_one_off_jail(host, alice, terms):
     r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
     assert r.returncode == 0, r
     assert t.wait(10) is not None
+    assert wait_until(lambda: not host.processes_of(alice), 5), host.processes_of(alice)
+
+
+# ------------------------------------------------ the prepared one-off jail --
+
+def waiting_oneoff_watcher(host, tenant):
+    """The watcher of the one-off jail that waits for the tenant's next
+    one-off (its bwrap set up, its stub waiting), or None."""
+    watchers = [p for p in prepared_oneoff_jails(pwd.getpwnam(tenant).pw_uid) if proc_exe(p) == host.bin]
+    assert len(watchers) <= 1, watchers
+    return watchers[0] if watchers else None
+
+
+def started_line(host, s):
+    """The supervisor's audit line that handed the one-off of session s to its jail."""
+    started = lambda l: "one-off jail started by supervisor" in l
+    lines = [l for l in host.audit_lines(f"session={s}", until=started) if started(l)]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def watcher_in(line):
+    return int(re.search(r", watcher (\d+),", line).group(1))
+
+
+def keep_supervisor(host, tenant, terms, arg):
+    """A long one-off (`sleep arg`) that keeps the tenant's supervisor, as
+    the bench's Cw runs have one. Returns its front and its session."""
+    s = new_session()
+    t = PtyProcess([host.bin, "run", "--user", tenant, "--session", s, "--", "/bin/sleep", arg], user=PROXY)
+    terms.append(t)
+    assert wait_until(lambda: sleepers(tenant, arg), 15), t.output()
+    return t, s
+
+
+def watcher_of_sleep(host, tenant, arg):
+    """The watcher of the one-off jail whose command is `sleep arg`."""
+    (p,) = sleepers(tenant, arg)
+    while p > 1:
+        p = ppid(p)
+        if proc_exe(p) == host.bin:
+            return p
+    return None
+
+
+def test_a_one_off_runs_in_the_jail_prepared_before_it(host, alice, terms):
+    """Once a tenant has run a one-off, its supervisor keeps the next
+    one-off's jail ready: bwrap set up, the stub waiting. The next one-off
+    goes to that jail (its audit line names the waiting watcher): its
+    command found by PATH, its environment the plan's and the caller's,
+    its stdout, stderr and status its own; another jail is then prepared.
+    The control: the first one-off, with no jail waiting, gets a jail of
+    its own, and its audit line names the watcher its command runs under."""
+    assert waiting_oneoff_watcher(host, alice) is None
+    keeper, s1 = keep_supervisor(host, alice, terms, "4346")
+    assert watcher_in(started_line(host, s1)) == watcher_of_sleep(host, alice, "4346")
+    assert wait_until(lambda: waiting_oneoff_watcher(host, alice), 10), host.processes_of(alice)
+    waiting = waiting_oneoff_watcher(host, alice)
+    s = new_session()
+    r = host.run_as(PROXY, [host.bin, "run", "--user", alice, "--session", s, "--", "sh", "-c",
+                            "echo OUT_${TTYD_SANDBOX}_${TERM}; echo ERR >&2; exit 7"],
+                    env={"TERM": "xterm", "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 7 and r.stdout == "OUT_true_xterm\n" and r.stderr == "ERR\n", r
+    assert watcher_in(started_line(host, s)) == waiting
+    # The next one waits already, in a jail of its own.
+    assert wait_until(lambda: waiting_oneoff_watcher(host, alice) not in (None, waiting), 10), host.processes_of(alice)
+    keeper.hangup()
+    assert keeper.wait(10) is not None
+    assert host.wait_gone(alice, 10), host.processes_of(alice)
+
+
+def test_a_one_offs_status_is_its_commands_whatever_the_number(host, alice, terms):
+    """75 and 76 are what an attach's watcher says of a tmux server gone or a
+    connection that never came; a one-off's command may exit with them and
+    keeps them, and runs once (75 used to be read as `retry`, and ran the
+    command again). In a jail prepared ahead and in one started for the
+    request alike."""
+    count = os.path.join(host.home(alice), f"ctj-runs-{new_session()}")
+    def run(code):
+        return host.run_as(PROXY, host.jail(alice, f"echo RAN >> {count}; exit {code}"))
+    for code in (75, 76, 3, 0):
+        r = run(code)
+        assert r.returncode == code and "clihost-jail" not in r.stderr, (code, r)
+    keeper, _ = keep_supervisor(host, alice, terms, "4347")
+    assert wait_until(lambda: waiting_oneoff_watcher(host, alice), 10), host.processes_of(alice)
+    for code in (75, 76):
+        r = run(code)
+        assert r.returncode == code and "clihost-jail" not in r.stderr, (code, r)
+    assert open(count).read() == "RAN\n" * 6
+    keeper.hangup()
+    assert keeper.wait(10) is not None
+    assert host.wait_gone(alice, 10), host.processes_of(alice)
+
+
+def test_stop_and_the_last_jail_end_a_waiting_one_off_jail(host, alice, terms):
+    """The prepared one-off jail is no jail that keeps its supervisor: it
+    ends when the last one-off does (nothing of the tenant left), and with
+    `stop`."""
+    keeper, _ = keep_supervisor(host, alice, terms, "4348")
+    assert wait_until(lambda: waiting_oneoff_watcher(host, alice), 10), host.processes_of(alice)
+    keeper.hangup()
+    assert keeper.wait(10) is not None
+    assert host.wait_gone(alice, 10), host.processes_of(alice)
+    assert wait_until(lambda: supervisor_pid(alice) is None, 10)
+    keeper, _ = keep_supervisor(host, alice, terms, "4349")
+    assert wait_until(lambda: waiting_oneoff_watcher(host, alice), 10), host.processes_of(alice)
+    r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+    assert r.returncode == 0, r
+    assert keeper.wait(10) is not None
     assert wait_until(lambda: not host.processes_of(alice), 5), host.processes_of(alice)
 
 
@@ -127,7 +236,8 @@ def classify(host, tenant, pid, sup):
             pass
         a = b" ".join(argv)
         if STUB_TARGET.encode() in argv:
-            return "attach jail"  # its stub waits, or became its tmux client
+            # Its stub waits, or became its tmux client or the one-off's command.
+            return "one-off jail" if b"--json-status-fd" in argv else "attach jail"
         if b" -D" in a:
             return "session jail"
         return "one-off jail"
@@ -136,7 +246,8 @@ def classify(host, tenant, pid, sup):
 
 def test_a_live_tenant_matches_the_process_table(host, alice, terms):
     """A session jail with two attached clients (and the attach jail
-    prepared for the next connection) and a one-off jail: every process of
+    prepared for the next connection) and a one-off jail (and the one-off
+    jail prepared for the next one-off): every process of
     the helper and every bwrap of the tenant is a kind of the table, with
     its uid, started by (the parent) and reaped by the kind the table says."""
     s = new_session()
@@ -148,6 +259,8 @@ def test_a_live_tenant_matches_the_process_table(host, alice, terms):
                      user=PROXY)
     terms.append(one)
     assert wait_until(lambda: sleepers(alice, "4345"), 15), one.output()
+    # And the jail prepared for the next one-off.
+    assert wait_until(lambda: waiting_oneoff_watcher(host, alice), 10), host.processes_of(alice)
     rows = process_table()
     sup = supervisor_pid(alice)
     uid = pwd.getpwnam(alice).pw_uid
@@ -160,8 +273,8 @@ def test_a_live_tenant_matches_the_process_table(host, alice, terms):
         if k is not None:
             kinds[pid] = k
     seen = sorted(kinds.values())
-    want = {"front": 3, "supervisor": 1, "session watcher": 1, "session jail": 1, "connection watcher": 4,
-            "attach jail": 3, "one-off jail": 1}
+    want = {"front": 3, "supervisor": 1, "session watcher": 1, "session jail": 1, "connection watcher": 5,
+            "attach jail": 3, "one-off jail": 2}
     for k, n in want.items():
         assert seen.count(k) == n, (k, seen)
     for pid, kind in kinds.items():

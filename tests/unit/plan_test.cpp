@@ -40,12 +40,17 @@ const std::vector<std::string> kAttachMain{"/usr/bin/tmux", "-N", "-S", kSocket,
 // The attach jail (the default request; its argv names the stub and no
 // variable: both go to the stub with the terminal), or another action's
 // jail with its own head flags and command.
+// expected_argv's command for a one-off jail: the stub, handed the command.
+const std::vector<std::string> kHanded{"(handed to the stub)"};
+
 std::vector<std::string> expected_argv(const std::vector<std::string>& proc_args,
                                        const std::vector<std::string>& head = {"--unshare-net",
                                                                                "--disable-userns", "--die-with-parent"},
                                        const std::vector<std::string>& command = kAttachMain,
                                        const std::vector<std::string>& before_home = {}) {
-    const bool attach = command == kAttachMain;
+    // An attach's client and a one-off's command are handed to the stub:
+    // bwrap runs the stub, with no environment of its own.
+    const bool attach = command == kAttachMain || command == kHanded;
     std::vector<std::string> a{"/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc"};
     a.insert(a.end(), head.begin(), head.end());
     a.insert(a.end(), {"--seccomp", "3", "--clearenv"});
@@ -230,7 +235,14 @@ TEST(Plan, CallerCommandNeedsAllowCallerCommand) {
     ASSERT_TRUE(p.ok());
     const auto& a = p.value().argv;
     EXPECT_EQ(a, expected_argv({"--proc", "/proc"}, {"--disable-userns", "--die-with-parent", "--json-status-fd", "4"},
-                               {"/bin/sh", "-c", "id"}));
+                               kHanded));
+    // The command and its environment go to the stub with the caller's stdio.
+    EXPECT_EQ(p.value().handed_command, (std::vector<std::string>{"/bin/sh", "-c", "id"}));
+    EXPECT_TRUE(p.value().env.empty());
+    EXPECT_NE(std::find(p.value().handed_env.begin(), p.value().handed_env.end(), "TTYD_SANDBOX=true"),
+              p.value().handed_env.end());
+    EXPECT_NE(std::find(p.value().handed_env.begin(), p.value().handed_env.end(), "TERM=xterm-256color"),
+              p.value().handed_env.end());
 }
 
 // validate_request, which the commands run before anything acts, refuses
@@ -296,7 +308,8 @@ TEST(Plan, AnIsolatedOneOffJailWaitsForItsNetworkAndGetsItsOwnResolvConf) {
               expected_argv({"--proc", "/proc"},
                             {"--unshare-net", "--info-fd", "5", "--block-fd", "6", "--disable-userns", "--die-with-parent",
                              "--json-status-fd", "4"},
-                            {"/bin/sh", "-c", "id"}, {"--ro-bind-data", "7", "/etc/resolv.conf"}));
+                            kHanded, {"--ro-bind-data", "7", "/etc/resolv.conf"}));
+    EXPECT_EQ(p.value().handed_command, (std::vector<std::string>{"/bin/sh", "-c", "id"}));
     EXPECT_EQ(p.value().resolv_conf, std::string(kJailResolvConf));
     EXPECT_EQ(p.value().net_argv, user_net_argv());
     EXPECT_TRUE(p.value().warnings.empty());
