@@ -482,13 +482,38 @@ if awk -v l="$load1" -v n="$(nproc)" 'BEGIN{exit !(l > n / 4)}'; then
         "(compare p10 and CPU time, which suffer less)"
 fi
 log "1. latency: ${ROUNDS} round(s) x ${RUNS} runs per variant (+${WARMUP} warm-up)"
-plan=$(run_helper "$WORK/nopam.conf" print --user "$T1" --session bench -- true | grep '^env -i ' | tail -n 1)
+printed=$(run_helper "$WORK/nopam.conf" print --user "$T1" --session bench -- true)
+plan=$(grep '^env -i ' <<<"$printed" | tail -n 1)
 eval "set -- $plan"
 [[ $1 == env && $2 == -i ]] || die "unexpected print output: $plan"
 shift 2
 PLAN_ENV=()
 while [[ $# -gt 0 && $1 == *=* && $1 != /* ]]; do PLAN_ENV+=("$1"); shift; done
 BWRAP_ARGV=("$@")
+# A helper whose one-off jail runs the stub, handed `true` and its
+# environment (the stub's line): the floor A/B is the same jail with bwrap
+# running `true` itself, the environment its own and set after --clearenv,
+# as the helper's own plan did before (RUN_ARGV below is compared with the
+# printed argv, PRINTED_ARGV).
+PRINTED_ARGV=("${BWRAP_ARGV[@]}")
+handed=$(sed -n "s/^# then the stub, handed the caller's stdio, execs: //p" <<<"$printed" | tail -n 1)
+if [[ -n $handed ]]; then
+    eval "set -- $handed"
+    [[ $1 == env && $2 == -i ]] || die "unexpected print output: $handed"
+    shift 2
+    HANDED_ENV=()
+    while [[ $# -gt 0 && $1 == *=* && $1 != /* ]]; do HANDED_ENV+=("$1"); shift; done
+    [[ $* == true && ${#PLAN_ENV[@]} -eq 0 ]] || die "unexpected handed command in: $handed"
+    floor=()
+    for w in "${BWRAP_ARGV[@]:0:${#BWRAP_ARGV[@]}-1}"; do
+        floor+=("$w")
+        if [[ $w == --clearenv ]]; then
+            for kv in "${HANDED_ENV[@]}"; do floor+=(--setenv "${kv%%=*}" "${kv#*=}"); done
+        fi
+    done
+    BWRAP_ARGV=("${floor[@]}" true)
+    PLAN_ENV=("${HANDED_ENV[@]}")
+fi
 [[ ${BWRAP_ARGV[0]} == /* && ${BWRAP_ARGV[-1]} == true ]] || die "cannot find the bwrap argv in: $plan"
 
 # The plan may hand bwrap descriptors (--seccomp FD: a BPF program the helper
@@ -513,19 +538,20 @@ done
 cat >"$WORK/bwrap-standin" <<'STANDIN'
 #!/bin/bash
 # Stand-in for bwrap (bench only): record what the helper would exec bwrap with.
-printf '%s\n' "$@" >"$HOME/.clihost-bench-argv"
-if [ -n "$CLIHOST_BENCH_FD" ]; then eval "cat <&$CLIHOST_BENCH_FD" >"$HOME/.clihost-bench-fd"; fi
+printf '%s\n' "$@" >"CLIHOST_BENCH_HOME/.clihost-bench-argv"
+if [ -n "$CLIHOST_BENCH_FD" ]; then eval "cat <&$CLIHOST_BENCH_FD" >"CLIHOST_BENCH_HOME/.clihost-bench-fd"; fi
 STANDIN
-# The fd number is written into the stand-in (its environment is the plan's).
-sed -i "s/\$CLIHOST_BENCH_FD/${SECCOMP_FD}/g" "$WORK/bwrap-standin"
+# The fd number and the tenant's home are written into the stand-in (its
+# environment is the plan's: none, where the stub is handed the command's).
+sed -i -e "s/\$CLIHOST_BENCH_FD/${SECCOMP_FD}/g" -e "s|CLIHOST_BENCH_HOME|/home/$T1|g" "$WORK/bwrap-standin"
 chmod 0755 "$WORK/bwrap-standin"
 printf '[jail]\nbwrap = %s\nallow_caller_command = true\nnetwork = host\n[pam]\nsession = false\n' "$WORK/bwrap-standin" >"$WORK/standin.conf"
 chmod 0644 "$WORK/standin.conf"
 rm -f "/home/$T1/.clihost-bench-argv" "/home/$T1/.clihost-bench-fd"
 run_helper "$WORK/standin.conf" run --user "$T1" --session bench -- true || die "the stand-in bwrap run failed"
 mapfile -t RUN_ARGV <"/home/$T1/.clihost-bench-argv"
-[[ "${RUN_ARGV[*]}" == "${BWRAP_ARGV[*]:1}" ]] ||
-    die "print and run disagree on bwrap's arguments: print: ${BWRAP_ARGV[*]:1} / run: ${RUN_ARGV[*]}"
+[[ "${RUN_ARGV[*]}" == "${PRINTED_ARGV[*]:1}" ]] ||
+    die "print and run disagree on bwrap's arguments: print: ${PRINTED_ARGV[*]:1} / run: ${RUN_ARGV[*]}"
 FD_REDIR=()
 if [[ -n $SECCOMP_FD ]]; then
     install -m 0644 "/home/$T1/.clihost-bench-fd" "$WORK/seccomp.bpf"
