@@ -100,6 +100,11 @@ def test_a_session_jail_started_before_a_config_change_is_named_until_stop(host,
     # The running jail itself has not changed (the report is about it).
     out = in_session_jail(host, alice, probe)
     assert "NESTED-OK" in out and f"TMP={256 * 1024}" in out, out
+    # A one-off is the supervisor's too, started with its settings (its jail
+    # may be prepared before the request): asked with the changed file, it
+    # runs with the ones the supervisor started with.
+    r = host.run_root(host.jail(alice, probe), config=after)
+    assert r.returncode == 0 and "NESTED-OK" in r.stdout and f"TMP={256 * 1024}" in r.stdout, r
 
     # stop, then the next connection: a jail that follows the file.
     settings = os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(alice).pw_uid}.settings")
