@@ -160,10 +160,13 @@ def words(argv, env):
     return b"".join(w.encode() + b"\0" for w in argv) + b"\0" + b"".join(e.encode() + b"\0" for e in env)
 
 
-def test_the_stub_execs_what_it_is_handed_on_the_terminal_it_is_handed():
+def run_stub_into_pipe(message, stdio):
+    """The stub handed `message` and the descriptors `stdio` names: 0 (our
+    stdin) or "pipe" (the write end of a pipe whose output is returned).
+    Returns (status, stderr, what the pipe got)."""
     r, w = os.pipe()
     try:
-        status, _, err = run_stub([(words(["/bin/sh", "-c", "echo \"$X\"; echo to-stdout"], ["X=handed"]), [0, w])])
+        status, _, err = run_stub([(message, [w if fd == "pipe" else fd for fd in stdio])])
         os.close(w)
         w = -1
         got = os.read(r, 4096)
@@ -171,6 +174,12 @@ def test_the_stub_execs_what_it_is_handed_on_the_terminal_it_is_handed():
         os.close(r)
         if w >= 0:
             os.close(w)
+    return status, err, got
+
+
+def test_the_stub_execs_what_it_is_handed_on_the_terminal_it_is_handed():
+    status, err, got = run_stub_into_pipe(words(["/bin/sh", "-c", "echo \"$X\"; echo to-stdout"], ["X=handed"]),
+                                          [0, "pipe"])
     assert status == 0, err
     assert got == b"handed\nto-stdout\n"
 
@@ -179,17 +188,8 @@ def test_the_stub_gives_a_one_off_its_stderr_and_finds_a_bare_name_in_the_handed
     """Three descriptors (a one-off's): stdin, stdout and stderr. A name
     without '/' is looked up in the handed PATH, as bwrap's execvp did;
     with none handed, nothing is searched and nothing runs (127)."""
-    r, w = os.pipe()
-    try:
-        status, _, err = run_stub([(words(["sh", "-c", "echo out; echo err >&2"], ["PATH=/nonexistent:/bin"]),
-                                    [0, w, w])])
-        os.close(w)
-        w = -1
-        got = os.read(r, 4096)
-    finally:
-        os.close(r)
-        if w >= 0:
-            os.close(w)
+    status, err, got = run_stub_into_pipe(words(["sh", "-c", "echo out; echo err >&2"], ["PATH=/nonexistent:/bin"]),
+                                          [0, "pipe", "pipe"])
     assert status == 0, err
     assert got == b"out\nerr\n"
     null = os.open("/dev/null", os.O_RDWR)
