@@ -22,7 +22,7 @@ import pytest
 from attackutil import INSIDE, assert_inside, guard, payloads, live_processes, pid_audit, \
     pids_named, start_jail, wait_no_live  # noqa: F401 (fixtures)
 from conftest import RUNTIME_DIR, PROXY, exited, log_lines, logged_at, new_session, pam_closed, \
-    pids, proc_children, proc_exe, proc_state, proc_status, spawn, start_as, wait_until
+    pids, prepared_oneoff_jails, proc_children, proc_exe, proc_state, proc_status, spawn, start_as, wait_until
 
 
 def pam_lines(host, p, timeout=3.0, tenant="ctj-alice"):
@@ -662,10 +662,14 @@ def test_the_tenant_cannot_ptrace_the_watcher(host, alice, guard, suid_dumpable)
     p = start_jail(host, alice, "sleep 1000", s)
     try:
         wait_sleeping(host, alice)
-        # The running jail's watcher, and the waiting one's once prepared.
-        assert wait_until(lambda: len(watcher_of(host, alice)) == 2, 10), watcher_of(host, alice)
-        watchers = watcher_of(host, alice)
-        assert watcher_of_sleep(host, alice) in watchers
+        # The running jail's watcher, and the waiting one's once prepared
+        # (not any process of the helper's image with the tenant's uid: a
+        # slirp4netns or a /proc trial is one until its exec).
+        uid = pwd.getpwnam(alice).pw_uid
+        waiting = lambda: [p for p in prepared_oneoff_jails(uid) if proc_exe(p) == host.bin]
+        assert wait_until(waiting, 10), watcher_of(host, alice)
+        watchers = [watcher_of_sleep(host, alice), *waiting()]
+        assert len(set(watchers)) == 2, watchers
         for w in watchers:
             r = host.run_as(alice, ["/usr/bin/python3", "-c", PTRACE_AND_PEEK, str(w)])
             assert r.returncode == 0, r.stderr
