@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import PROXY, new_session, wait_until
+from conftest import PROXY, new_session, prepared_oneoff_jails, wait_until
 from ptyutil import PtyProcess
 
 
@@ -28,15 +28,19 @@ def state(pid):
         return None
 
 
-def front_supervisor_watcher(host, timeout=10.0):
+def front_supervisor_watcher(host, tenant, timeout=10.0):
     """The one-off jail's front, its supervisor and its watcher, read in one
-    consistent snapshot (a process list read twice can differ in between)."""
+    consistent snapshot (a process list read twice can differ in between).
+    Not the watcher of the jail the supervisor prepares for the tenant's
+    next one-off (50 ms after this one's start)."""
     found = []
+    uid = pwd.getpwnam(tenant).pw_uid
 
     def one_each():
         fronts, sups = host.fronts(), host.supervisors()
         helpers = host.helper_pids()
-        others = [p for p in helpers if p not in host.waiting_parents()]
+        prepared = prepared_oneoff_jails(uid)
+        others = [p for p in helpers if p not in host.waiting_parents() and p not in prepared]
         if len(fronts) == 1 and len(sups) == 1 and len(others) == 1:
             found[:] = [fronts[0], sups[0], others[0]]
             return True
@@ -64,7 +68,7 @@ def one_off(host, alice):
 def test_jail_and_helper_processes_share_no_process_group_or_session(host, alice, one_off):
     t = one_off("echo UP_$((6*7)); sleep 100")
     assert t.wait_for("UP_42"), t.output()
-    front, sup, watcher = front_supervisor_watcher(host)
+    front, sup, watcher = front_supervisor_watcher(host, alice)
     jail = [p for p in host.processes_of(alice) if p != watcher]
     assert jail
     helper_groups = {os.getpgid(front), os.getpgid(sup), os.getpgid(watcher)}
@@ -88,7 +92,7 @@ def test_ctrl_c_and_ctrl_z_in_a_cooked_one_off_reach_the_command(host, alice, on
     as a terminal's, resumes it; ^C ends it, as a shell's job would end."""
     t = one_off("echo UP_$((6*7)); i=0; while :; do i=$((i+1)); echo TICK_$i; sleep 0.2; done")
     assert t.wait_for("UP_42"), t.output()
-    front, _, _ = front_supervisor_watcher(host)
+    front, _, _ = front_supervisor_watcher(host, alice)
     assert t.wait_for("TICK_3", 10), t.output()
     t.write("\x1a")  # ^Z
     assert wait_until(lambda: any(state(p) == "T" for p in host.processes_of(alice)), 5), \
@@ -133,7 +137,7 @@ def test_a_jail_joining_the_helpers_process_group_cannot_stop_the_watcher(host, 
     pw = pwd.getpwnam(alice)
     os.chown(script, pw.pw_uid, pw.pw_gid)
     t = one_off("read PG; python3 ~/ctj-join.py $PG; echo ATTACKED_$((6*7)); sleep 100")
-    parent, sup, watcher = front_supervisor_watcher(host)
+    parent, sup, watcher = front_supervisor_watcher(host, alice)
     # Positive control: the probe sees a stopped watcher.
     os.kill(watcher, signal.SIGSTOP)
     assert wait_until(lambda: state(watcher) == "T", 5)
@@ -163,7 +167,7 @@ def test_a_jail_joining_the_helpers_process_group_cannot_stop_the_watcher(host, 
 def test_a_frozen_watcher_does_not_keep_the_root_parent_waiting(host, alice, one_off):
     t = one_off("echo UP_$((6*7)); sleep 100")
     assert t.wait_for("UP_42"), t.output()
-    _, _, watcher = front_supervisor_watcher(host)
+    _, _, watcher = front_supervisor_watcher(host, alice)
     # Frozen by whatever means: neither the front nor the supervisor waits
     # on it forever.
     os.kill(watcher, signal.SIGSTOP)
