@@ -204,46 +204,55 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
     quit_silently();
 }
 
-Result<int> run_trial_jail(const Plan& plan, const TenantCreds* net) {
+Result<WaitingOneOff> start_oneoff_jail(const Plan& plan, const TenantContext& tenant) {
     const bool isolated = plan.net == JailNet::isolated;
-    if (isolated != (net != nullptr)) return misfit("an isolated trial attaches its network, and only it");
     const UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
     if (!null.valid()) return fail(Exit::internal, "cannot open /dev/null");
     int conn[2] = {-1, -1};
     int chan[2] = {-1, -1};
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, conn) != 0) return fail(Exit::internal, "socketpair failed");
-    UniqueFd conn_ours(conn[0]);
+    WaitingOneOff w;
+    w.conn.reset(conn[0]);
     UniqueFd conn_theirs(conn[1]);
     if (isolated && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
         return fail(Exit::internal, "socketpair failed");
-    UniqueFd net_ours(chan[0]);
+    w.net.reset(chan[0]);
     UniqueFd net_theirs(chan[1]);
     auto start = OneOffJailStart::make(plan, Stdio{{null.get(), null.get(), null.get()}},
-                                       isolated ? std::optional(NetHandoff{net_theirs.get(), net_ours.get()}) : std::nullopt,
-                                       ConnHandoff{conn_theirs.get(), conn_ours.get()});
+                                       isolated ? std::optional(NetHandoff{net_theirs.get(), w.net.get()}) : std::nullopt,
+                                       ConnHandoff{conn_theirs.get(), w.conn.get()});
     if (!start) return start.error();
-    auto child = start_jail(start.value(), TenantContext{});
-    // The watcher's ends are the watcher's alone now.
-    conn_theirs.reset();
-    net_theirs.reset();
-    if (!child) return child.error();
+    auto pid = start_jail(start.value(), tenant);
+    if (!pid) return pid.error();
+    w.watcher = pid.value();
+    return w;  // the watcher's ends (theirs) are the watcher's alone now
+}
+
+Result<int> run_trial_jail(const Plan& plan, const TenantCreds* net) {
+    const bool isolated = plan.net == JailNet::isolated;
+    if (isolated != (net != nullptr)) return misfit("an isolated trial attaches its network, and only it");
+    auto started = start_oneoff_jail(plan, TenantContext{});
+    if (!started) return started.error();
+    WaitingOneOff& jail = started.value();
     Status attached = ok_status();
     if (isolated) {
-        auto user_net = attach_user_net(net_ours.get(), *net, kStartSeconds);
+        auto user_net = attach_user_net(jail.net.get(), *net, kStartSeconds);
         if (!user_net && user_net.error().message != kJailEndedEarly) attached = user_net.error();
-        net_ours.reset();
+        jail.net.reset();
     }
     // The command, on /dev/null, then the watcher's report of its start.
+    const UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
     const std::string words = handed_words(plan);
-    const int stdio[3] = {null.get(), null.get(), null.get()};
     Status up = words.empty() ? Status(fail(Exit::internal, "the trial's command does not fit its jail")) : ok_status();
-    if (up && attached && !send_with_fds(conn_ours.get(), words, stdio)) up = fail(Exit::internal, "cannot hand the trial its command");
-    if (up && attached) up = read_report(conn_ours.get(), kStartSeconds, "the trial jail");
-    conn_ours.reset();
+    if (up && !null.valid()) up = fail(Exit::internal, "cannot open /dev/null");
+    const int stdio[3] = {null.get(), null.get(), null.get()};
+    if (up && attached && !send_with_fds(jail.conn.get(), words, stdio)) up = fail(Exit::internal, "cannot hand the trial its command");
+    if (up && attached) up = read_report(jail.conn.get(), kStartSeconds, "the trial jail");
+    jail.conn.reset();
     // The watcher holds an isolated bwrap's gate: never SIGKILLed here;
     // with our ends closed it ends bwrap itself (send_namespaces,
     // await_connection).
-    const int status = supervise(child.value());
+    const int status = supervise(jail.watcher);
     if (!attached) return attached.error();
     if (!up) return up.error();
     return exit_status_of(status);

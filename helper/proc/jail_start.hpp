@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "base/result.hpp"
+#include "base/unique_fd.hpp"
 #include "decide/identity.hpp"
 #include "decide/plan.hpp"
 #include "host/cgroup.hpp"
@@ -157,6 +158,17 @@ struct TenantContext {
 // (run_as_tenant: it dies by SIGHUP with us) and starts bwrap
 // (watch_jail). Returns the watcher's pid; its exit status is the jail's.
 Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant);
+
+// A one-off jail of `plan` started before its command (start_jail of a
+// OneOffJailStart on /dev/null), the owner's and check's trials alike: its
+// watcher, our end of the channel its report and command come on, and for
+// an isolated plan our end of its network channel (attach_user_net's).
+struct WaitingOneOff {
+    pid_t watcher{-1};
+    UniqueFd conn;
+    UniqueFd net;
+};
+Result<WaitingOneOff> start_oneoff_jail(const Plan& plan, const TenantContext& tenant);
 
 // The attach jail's status when its watcher found no tmux server on the
 // tenant's socket and started nothing (the session jail is ending): an exit

@@ -100,9 +100,6 @@ bool send_connection(int chan, const std::string& words, const std::vector<Uniqu
 constexpr const char* kPreparedSession = "prepared";
 constexpr const char* kPreparedCommand = "/bin/true";
 
-// The next attach's jail, or the next one-off's, started before its
-// connection (its watcher waits on `chan`), and the bwrap argv it was
-// started with.
 // A connection's words, descriptors and its plan's bwrap argv, for a jail
 // started for it.
 struct Handed {
@@ -111,6 +108,9 @@ struct Handed {
     const std::vector<std::string>& argv;
 };
 
+// The next attach's jail, or the next one-off's, started before its
+// connection (its watcher waits on `chan`), and the bwrap argv it was
+// started with.
 struct Prepared {
     pid_t watcher{-1};
     UniqueFd chan;
@@ -565,6 +565,7 @@ private:
         const bool attach = rq.kind == HandoverKind::attach;
         Prepared& slot = attach ? prepared_ : oneoff_;
         const std::string what = attach ? "attach jail" : "one-off jail";
+        auto forget = [&] { attach ? forget_prepared() : forget_oneoff(); };
         const Request r = attach ? Request{JailAction::attach, rq.session, {}, c_.attach_netns.valid()}
                                  : Request{JailAction::command, rq.session, rq.command, false};
         auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, rq.extra_env, c_.pam_env);
@@ -578,13 +579,13 @@ private:
             if (auto st = attach ? prepare_attach() : prepare_oneoff(fresh ? &handed : nullptr); !st) return st;
             if (plan.value().argv != slot.argv) return fail(Exit::internal, "the prepared " + what + " is not this connection's plan");
             if (!fresh && !send_connection(slot.chan.get(), words, fds)) {
-                attach ? forget_prepared() : forget_oneoff();
+                forget();
                 continue;
             }
             if (!slot.ready) {
                 auto up = read_report(slot.chan.get(), kWaitingStartSeconds, "the " + what);
                 if (!up) {
-                    attach ? forget_prepared() : forget_oneoff();
+                    forget();
                     return up.error();
                 }
             }
@@ -649,28 +650,11 @@ private:
             return fail(Exit::internal, "the one-off jail's plan is not this connection's");
         const bool isolated = plan.value().net == JailNet::isolated;
         if (isolated && c_.net == nullptr) return fail(Exit::internal, "an isolated jail needs its network's credentials");
-        const UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
-        if (!null.valid()) return fail(Exit::internal, "cannot open /dev/null");
-        int conn[2] = {-1, -1};
-        int chan[2] = {-1, -1};
-        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, conn) != 0)
-            return fail(Exit::internal, "socketpair failed");
-        UniqueFd conn_ours(conn[0]);
-        UniqueFd conn_theirs(conn[1]);
-        if (isolated && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)
-            return fail(Exit::internal, "socketpair failed");
-        const UniqueFd net_ours(chan[0]);
-        UniqueFd net_theirs(chan[1]);
-        auto start = OneOffJailStart::make(plan.value(), Stdio{{null.get(), null.get(), null.get()}},
-                                           isolated ? std::optional(NetHandoff{net_theirs.get(), net_ours.get()}) : std::nullopt,
-                                           ConnHandoff{conn_theirs.get(), conn_ours.get()});
-        if (!start) return start.error();
-        auto pid = start_jail(start.value(), TenantContext{&c_.limits, &c_.place});
-        if (!pid) return pid.error();
-        conn_theirs.reset();  // the watcher's ends are the watcher's alone now
-        net_theirs.reset();
-        oneoff_.watcher = pid.value();
-        oneoff_.chan = std::move(conn_ours);
+        auto started = start_oneoff_jail(plan.value(), TenantContext{&c_.limits, &c_.place});
+        if (!started) return started.error();
+        const UniqueFd net_ours = std::move(started.value().net);
+        oneoff_.watcher = started.value().watcher;
+        oneoff_.chan = std::move(started.value().conn);
         oneoff_.argv = plan.value().argv;
         if (now != nullptr && !send_connection(oneoff_.chan.get(), now->words, now->fds)) {
             forget_oneoff();
