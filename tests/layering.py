@@ -12,8 +12,9 @@ group includes only from itself and the groups before it:
 and one program of its own, outside the core:
 
   stub    the attach stub (clihost-jail-attach), run in the jail as the
-          tenant: it includes no file of any group but base's fd_pass and
-          unique_fd (libc only; the stub is built with fd_pass.cpp)
+          tenant: it includes no file of any group but base's fd_pass,
+          unique_fd and handed (libc only; the stub is built with fd_pass.cpp
+          and handed.cpp)
 
 Checked here, so that the layout stays the architecture:
   - every `#include "group/file.hpp"` names an existing file of the same or a lower group;
@@ -29,7 +30,7 @@ import sys
 LAYERS = ["base", "decide", "host", "priv", "proc", "verbs"]
 # Groups that are programs of their own: they include no group's file.
 APART = ["stub"]
-APART_MAY_INCLUDE = {"base/fd_pass.hpp", "base/unique_fd.hpp"}
+APART_MAY_INCLUDE = {"base/fd_pass.hpp", "base/unique_fd.hpp", "base/handed.hpp"}
 # Headers of types and constants only: decide/ may name uid_t or a mode bit.
 DECIDE_SYSTEM_HEADERS = {"sys/types.h", "sys/stat.h", "linux/filter.h", "getopt.h"}  # getopt: a libc parser
 MAX_LINES = 400

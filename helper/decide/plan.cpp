@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "base/handed.hpp"
 #include "decide/cli.hpp"
 #include "decide/net_plan.hpp"
 #include "decide/proc_decision.hpp"
@@ -323,28 +324,11 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidR
     return plan;
 }
 
-namespace {
-
-std::string words_of(const std::vector<std::string>& command, const std::vector<std::string>& env) {
-    std::string out;
-    for (const auto* words : {&command, &env}) {
-        for (const auto& w : *words) {
-            if (w.empty() || w.find('\0') != std::string::npos) return {};
-            out.append(w).push_back('\0');
-        }
-        if (words == &command) out.push_back('\0');
-    }
-    if (command.empty() || out.size() > kMaxHandedBytes) return {};
-    return out;
-}
-
-}  // namespace
-
-std::string handed_words(const Plan& plan) { return words_of(plan.handed_command, plan.handed_env); }
+std::string handed_words(const Plan& plan) { return encode_handed(plan.handed_command, plan.handed_env, kMaxHandedBytes); }
 
 std::string query_words(const Plan& plan) {
     if (plan.action != JailAction::list_sessions && plan.action != JailAction::kill_session) return {};
-    const std::string words = words_of(plan.command, plan.env);
+    const std::string words = encode_handed(plan.command, plan.env, kMaxHandedBytes);
     return words.empty() ? words : std::string(kQueryWord) + words;
 }
 

@@ -129,10 +129,9 @@ struct Plan {
 };
 
 // What a jail's stub is handed with the caller's descriptors (helper/stub):
-// handed_command, an empty word, handed_env, each word NUL-terminated, at
+// handed_command and handed_env as base/handed.hpp lays them out, in at
 // most kMaxHandedBytes (a whole request, kMaxRequestBytes, and the jail's
-// own environment); empty when a word is empty (but the separator), holds
-// a NUL, or it would not fit.
+// own environment); empty when they cannot be handed (handed.hpp).
 inline constexpr std::size_t kMaxHandedBytes = std::size_t{128} * 1024;
 std::string handed_words(const Plan& plan);
 

@@ -3,8 +3,8 @@
 // base/fd_pass only, no setuid bit), run by bwrap inside the jail as the
 // tenant, with no capabilities and no_new_privs. Its jail is started
 // before its connection (docs/ARCHITECTURE.md, "Process model"). It waits
-// on kConnFd for messages from its watcher, each of words, each
-// NUL-terminated: a command's argv, an empty word, its environment.
+// on kConnFd for messages from its watcher, each of words (a command's
+// argv and its environment, as base/handed.hpp lays them out).
 //  - A connection: the command's words and the caller's descriptors, which
 //    become its stdin, stdout (and stderr, when three come: a one-off's;
 //    an attach's two are its terminal, its stderr is the watcher's
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/fd_pass.hpp"
+#include "base/handed.hpp"
 
 namespace {
 
@@ -40,33 +41,6 @@ int refuse(const char* why) {
     return 127;
 }
 
-struct Command {
-    std::vector<std::string> argv, env;
-    const char* wrong{nullptr};  // why the words are not a command
-};
-
-// The words: the argv (its first an absolute path), an empty word, the
-// environment (NAME=value each).
-Command parse(std::string_view msg) {
-    Command c;
-    if (msg.empty() || msg.back() != '\0') {
-        c.wrong = "malformed connection";
-        return c;
-    }
-    bool in_env = false;
-    for (std::size_t at = 0; at < msg.size();) {
-        const std::size_t end = msg.find('\0', at);
-        std::string word(msg.substr(at, end - at));
-        at = end + 1;
-        if (!in_env && word.empty()) in_env = true;
-        else if (!in_env) c.argv.push_back(std::move(word));
-        else if (word.find('=') == std::string::npos || word.front() == '=') c.wrong = "malformed environment";
-        else c.env.push_back(std::move(word));
-    }
-    if (c.wrong == nullptr && (!in_env || c.argv.empty() || c.argv[0].empty())) c.wrong = "malformed command";
-    return c;
-}
-
 // The handed environment's PATH (empty if it has none).
 std::string path_of(const std::vector<std::string>& env) {
     for (const auto& kv : env)
@@ -74,7 +48,7 @@ std::string path_of(const std::vector<std::string>& env) {
     return {};
 }
 
-[[noreturn]] void exec(Command& c) {
+[[noreturn]] void exec(clihost::HandedWords& c) {
     std::vector<char*> a, e;
     for (auto& w : c.argv) a.push_back(w.data());
     a.push_back(nullptr);
@@ -105,7 +79,7 @@ std::string path_of(const std::vector<std::string>& env) {
 // A query's client, in a child: its stdout and stderr the two received;
 // nothing else of ours reaches it (the received copies are close-on-exec,
 // the channel is closed). Its exit status, or 128 + its signal.
-int run_query(Command& c, std::vector<clihost::UniqueFd>& fds) {
+int run_query(clihost::HandedWords& c, std::vector<clihost::UniqueFd>& fds) {
     const pid_t pid = ::fork();
     if (pid < 0) return -1;
     if (pid == 0) {
@@ -133,7 +107,7 @@ int main() {
         const bool query = std::string_view(got.data).substr(0, kQueryWord.size()) == kQueryWord;
         if (got.truncated || got.fds.size() < 2 || got.fds.size() > (query ? 2 : kMaxFds))
             return refuse("malformed connection");
-        Command c = parse(std::string_view(got.data).substr(query ? kQueryWord.size() : 0));
+        clihost::HandedWords c = clihost::decode_handed(std::string_view(got.data).substr(query ? kQueryWord.size() : 0));
         if (c.wrong != nullptr) return refuse(c.wrong);
         if (query) {
             const int code = run_query(c, got.fds);

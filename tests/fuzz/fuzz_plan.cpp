@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/handed.hpp"
 #include "decide/config.hpp"
 #include "fake_accounts.hpp"
 #include "decide/identity.hpp"
@@ -159,6 +160,9 @@ void parse_like_bwrap(const std::vector<std::string>& argv, std::vector<Op>& ops
     command.assign(argv.begin() + static_cast<std::ptrdiff_t>(i + 1), argv.end());
 }
 
+// The jails whose command is the stub (plan.cpp).
+bool is_stub_action(JailAction a) { return a == JailAction::attach || a == JailAction::command; }
+
 void check_environment(const std::vector<std::string>& env, const Tenant& tenant) {
     check(!env.empty() && env.back() == "TTYD_SANDBOX=true");
     check(env.front() == "HOME=" + tenant.account.home);
@@ -186,14 +190,34 @@ void check_argv(const Plan& plan, const Policy& policy, const Tenant& tenant, co
     parse_like_bwrap(argv, ops, command);
 
     // The command follows "--", exactly as requested (or the default tmux);
-    // an attach jail's is the stub, which is handed the tmux client, whole.
-    const bool attach = request.action == JailAction::attach;
+    // an attach jail's and a one-off jail's is the stub, which is handed
+    // the tmux client or the caller's command, whole, as the stub reads it
+    // back (or nothing, when a word could not make the trip).
+    const bool stubbed = is_stub_action(request.action);
     const auto expected =
         request.action == JailAction::command ? request.command
                                               : tmux_command(tenant.account, request.action, request.session);
-    check(command == (attach ? std::vector<std::string>{std::string(kAttachStub)} : expected));
-    check(plan.handed_command == (attach ? expected : std::vector<std::string>{}));
-    check(handed_words(plan).empty() != attach);
+    check(command == (stubbed ? std::vector<std::string>{std::string(kAttachStub)} : expected));
+    check(plan.handed_command == (stubbed ? expected : std::vector<std::string>{}));
+    const std::string handed = handed_words(plan);
+    if (!stubbed) {
+        check(handed.empty());
+    } else if (!handed.empty()) {
+        const HandedWords back = decode_handed(handed);
+        check(back.wrong == nullptr && back.argv == plan.handed_command && back.env == plan.handed_env);
+        check(handed.size() <= kMaxHandedBytes);
+    } else {
+        // Only a NUL in a word, an empty first word, or too much for the trip.
+        // (The layout: '+' and NUL about each argv word, one NUL, a NUL after each entry.)
+        std::size_t bytes = 1;
+        bool nul = expected.front().empty();
+        for (const auto* list : {&plan.handed_command, &plan.handed_env})
+            for (const auto& w : *list) {
+                nul = nul || w.find('\0') != std::string::npos;
+                bytes += w.size() + (list == &plan.handed_command ? 2 : 1);
+            }
+        check(nul || bytes > kMaxHandedBytes);
+    }
 
     // The terminal-injection filter is always loaded, from the fd launch puts it on.
     check(std::count_if(ops.begin(), ops.end(), [](const Op& o) {
@@ -220,8 +244,8 @@ void check_argv(const Plan& plan, const Policy& policy, const Tenant& tenant, co
     }
     check(set == plan.env);
     const auto last_set = std::find_if(ops.rbegin(), ops.rend(), [](const Op& o) { return o.name == "--setenv"; });
-    check(attach ? last_set == ops.rend()
-                 : last_set != ops.rend() && last_set->args == std::vector<std::string>{"TTYD_SANDBOX", "true"});
+    check(stubbed ? last_set == ops.rend()
+                  : last_set != ops.rend() && last_set->args == std::vector<std::string>{"TTYD_SANDBOX", "true"});
 
     // A private /proc: mounted once, after every host bind, and the host's never bound.
     const auto is_proc = [](const Op& o) { return o.name == "--proc" && o.args[0] == "/proc"; };
@@ -361,11 +385,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check((request.action == JailAction::serve) == (count("--new-session") > 0));
         check(probe.trial_deferred || probe.user_namespaces);
         check(plan.value().trial_in_child == probe.trial_deferred);
-        // An attach jail's environment goes to its stub with the terminal:
-        // its bwrap sets none (the same argv for every connection).
-        const bool attach = request.action == JailAction::attach;
-        check(!attach || plan.value().env.empty());
-        check_environment(attach ? plan.value().handed_env : plan.value().env, tenant);
+        // An attach jail's and a one-off jail's environment goes to its
+        // stub with the descriptors: its bwrap sets none (the same argv for
+        // every connection).
+        const bool stubbed = is_stub_action(request.action);
+        check(!stubbed || plan.value().env.empty());
+        check_environment(stubbed ? plan.value().handed_env : plan.value().env, tenant);
         check_argv(plan.value(), policy, tenant, request);
         if (plan.value().proc_source == "host" && policy.proc == ProcMode::private_or_hidepid)
             check(probe.host_proc_hidepid && !probe.fresh_proc);

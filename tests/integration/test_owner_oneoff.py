@@ -160,6 +160,29 @@ def test_a_one_offs_status_is_its_commands_whatever_the_number(host, alice, term
     assert host.wait_gone(alice, 10), host.processes_of(alice)
 
 
+def test_a_one_offs_arguments_reach_it_whole(host, alice, terms):
+    """The stub is handed a one-off's argv as the caller gave it: an empty
+    argument is one (it used to make the command "not fit" its jail), and a
+    word that looks like the layout's own marks is just a word. In a jail
+    started for the request and in one prepared ahead alike."""
+    argv = ["printf", "[%s]", "", "a b", "+x", "", "-"]
+    want = "[][a b][+x][][-]"
+    r = host.run_as(PROXY, [host.bin, "run", "--user", alice, "--session", new_session(), "--", *argv],
+                    env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0 and r.stdout == want, r
+    keeper, _ = keep_supervisor(host, alice, terms, "4348")
+    assert wait_until(lambda: waiting_oneoff_watcher(host, alice), 10), host.processes_of(alice)
+    waiting = waiting_oneoff_watcher(host, alice)
+    s = new_session()
+    r = host.run_as(PROXY, [host.bin, "run", "--user", alice, "--session", s, "--", *argv],
+                    env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0 and r.stdout == want, r
+    assert watcher_in(started_line(host, s)) == waiting
+    keeper.hangup()
+    assert keeper.wait(10) is not None
+    assert host.wait_gone(alice, 10), host.processes_of(alice)
+
+
 def test_stop_and_the_last_jail_end_a_waiting_one_off_jail(host, alice, terms):
     """The prepared one-off jail is no jail that keeps its supervisor: it
     ends when the last one-off does (nothing of the tenant left), and with

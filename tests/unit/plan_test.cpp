@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/handed.hpp"
 #include "decide/plan.hpp"
 #include "proc/net.hpp"
 
@@ -480,16 +481,14 @@ TEST(Plan, AnAttachJailsArgvIsTheSameForEveryConnection) {
     EXPECT_EQ(main.value().handed_env.back(), "TTYD_SANDBOX=true");
     EXPECT_NE(std::find(other.value().handed_env.begin(), other.value().handed_env.end(), "TERM=vt100"),
               other.value().handed_env.end());
-    // As the stub reads them: the words, an empty word, the environment.
-    const std::string words = handed_words(main.value());
-    std::string expected;
-    for (const auto& w : kAttachMain) expected.append(w).push_back('\0');
-    expected.push_back('\0');
-    for (const auto& w : main.value().handed_env) expected.append(w).push_back('\0');
-    EXPECT_EQ(words, expected);
-    // Nothing that would not survive the trip: an empty word, or too much.
+    // As the stub reads them (base/handed.hpp), whole.
+    const HandedWords back = decode_handed(handed_words(main.value()));
+    EXPECT_EQ(back.wrong, nullptr);
+    EXPECT_EQ(back.argv, main.value().handed_command);
+    EXPECT_EQ(back.env, main.value().handed_env);
+    // Nothing that would not survive the trip: a NUL, or too much.
     Plan bad = main.value();
-    bad.handed_command.emplace_back("");
+    bad.handed_command.emplace_back(std::string("a\0b", 3));
     EXPECT_EQ(handed_words(bad), "");
     bad = main.value();
     bad.handed_env.emplace_back("X=" + std::string(kMaxHandedBytes, 'x'));
@@ -505,11 +504,12 @@ TEST(Plan, AQueryAskedOfAWaitingJailIsTheQueryPlansCommandAfterTheWordQuery) {
     // (helper/stub: "query", then the words as handed_words lays them out).
     auto kill = plan_with(Policy{}, full_probe(), Request{JailAction::kill_session, "dev.1", {}});
     ASSERT_TRUE(kill.ok());
-    std::string expected(kQueryWord);
-    for (const auto& w : kill.value().command) expected.append(w).push_back('\0');
-    expected.push_back('\0');
-    for (const auto& w : kill.value().env) expected.append(w).push_back('\0');
-    EXPECT_EQ(query_words(kill.value()), expected);
+    const std::string words = query_words(kill.value());
+    ASSERT_EQ(words.substr(0, kQueryWord.size()), kQueryWord);
+    const HandedWords back = decode_handed(std::string_view(words).substr(kQueryWord.size()));
+    EXPECT_EQ(back.wrong, nullptr);
+    EXPECT_EQ(back.argv, kill.value().command);
+    EXPECT_EQ(back.env, kill.value().env);
     EXPECT_EQ(kill.value().command.front(), "/usr/bin/tmux");
     EXPECT_EQ(kill.value().env.back(), "TTYD_SANDBOX=true");
     // Only a query: an attach, a session jail, a caller's command, never.
