@@ -263,7 +263,16 @@ Status TenantCgroup::enter(const char* leaf, pid_t pid) const {
 }
 
 Status TenantCgroup::enter_supervisor(pid_t pid) const { return enter("supervisor", pid); }
-Status TenantCgroup::enter_jails(pid_t pid) const { return enter("jails", pid); }
+Result<std::vector<UniqueFd>> TenantCgroup::open_jails() const {
+    std::vector<UniqueFd> out;
+    for (const auto& n : nodes_) {
+        const std::string file = n.dir + "/jails/cgroup.procs";
+        UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (!fd.valid()) return fail(Exit::internal, "cannot open " + file + ": " + errno_text(errno));
+        out.push_back(std::move(fd));
+    }
+    return out;
+}
 
 CgroupUsage TenantCgroup::usage() const {
     CgroupUsage u;
@@ -351,9 +360,13 @@ Status TenantCgroup::remove() const {
     return ok_status();
 }
 
-Status JailPlacement::apply() const {
-    if (cgroup != nullptr)
-        if (auto st = cgroup->enter_jails(0); !st) return fail(Exit::host, "cannot enter the tenant's cgroup: " + st.error().message);
+Result<std::vector<UniqueFd>> JailPlacement::apply() const {
+    std::vector<UniqueFd> jails;
+    if (cgroup != nullptr) {
+        auto opened = cgroup->open_jails();
+        if (!opened) return fail(Exit::host, "cannot enter the tenant's cgroup: " + opened.error().message);
+        jails = std::move(opened).value();
+    }
     if (nproc != 0) {
         rlimit rl{};
         if (::getrlimit(RLIMIT_NPROC, &rl) != 0) return fail(Exit::internal, "getrlimit failed");
@@ -361,7 +374,7 @@ Status JailPlacement::apply() const {
         rl.rlim_max = static_cast<rlim_t>(nproc_limit(rl.rlim_max, nproc));
         if (::setrlimit(RLIMIT_NPROC, &rl) != 0) return fail(Exit::internal, "cannot set RLIMIT_NPROC");
     }
-    return ok_status();
+    return jails;
 }
 
 Status enter_new_leaf(const std::string& dir) {

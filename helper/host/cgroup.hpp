@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "base/unique_fd.hpp"
 #include "decide/limits.hpp"
 
 namespace clihost {
@@ -77,10 +78,14 @@ public:
     // "/PARENT/UID" as /proc/PID/cgroup shows it, "" if not placed.
     std::string path() const;
 
-    // Moves `pid` (0: the calling process) into the supervisor's or the
-    // jails' leaf of every hierarchy.
+    // Moves `pid` (0: the calling process) into the supervisor's leaf of
+    // every hierarchy.
     Status enter_supervisor(pid_t pid = 0) const;
-    Status enter_jails(pid_t pid = 0) const;
+    // The jails leaf's cgroup.procs of every hierarchy, open for writing
+    // (close-on-exec): a process enters the leaf by writing "0" to each.
+    // The kernel checks the opener's credentials, so a process that is
+    // already the tenant enters with descriptors root opened.
+    Result<std::vector<UniqueFd>> open_jails() const;
 
     CgroupUsage usage() const;
     // The limits as the kernel reads them back (for `check`).
@@ -109,13 +114,16 @@ private:
     Status enter(const char* leaf, pid_t pid) const;
 };
 
-// What a jail's watcher does as root before it becomes the tenant: enter
-// the tenant's jails leaf (if it has a cgroup), and RLIMIT_NPROC lowered to
-// tasks_max (a per-uid count, which works where no cgroup does).
+// What a jail's watcher does as root before it becomes the tenant:
+// RLIMIT_NPROC lowered to tasks_max (a per-uid count, which works where no
+// cgroup does), and the jails leaf opened (TenantCgroup::open_jails; none
+// when the tenant has no cgroup), which its bwrap child enters. The
+// watcher itself stays in the supervisor's leaf: the tenant's limits, and
+// the OOM killer they call, never pick the helper's own processes.
 struct JailPlacement {
     const TenantCgroup* cgroup{nullptr};
     std::uint64_t nproc{0};  // 0: unchanged
-    Status apply() const;
+    Result<std::vector<UniqueFd>> apply() const;
 };
 
 // Makes DIR (a cgroup, root's) and moves this process into it.

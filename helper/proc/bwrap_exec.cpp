@@ -37,12 +37,14 @@ Status prove_private_proc(const Plan& plan) {
 namespace {
 
 // The steps of place_and_exec (and of the watcher's child) that can fail.
-enum ExecStep : int { kStepNone = 0, kStepTie, kStepGroup, kStepGo, kStepStderr, kStepCloexec, kStepPlace,
-                      kStepSignals, kStepExec };
+enum ExecStep : int { kStepNone = 0, kStepTie, kStepCgroup, kStepGroup, kStepGo, kStepStderr, kStepCloexec,
+                      kStepPlace, kStepSignals, kStepExec };
 
 Error exec_step_error(const Plan& plan, int step, int err) {
     switch (step) {
         case kStepTie: return fail(Exit::internal, "cannot tie the jail to its parent");
+        case kStepCgroup:
+            return fail(Exit::host, std::string("cannot enter the tenant's jails cgroup: ") + std::strerror(err));
         case kStepGroup: return fail(Exit::internal, "cannot give the jail a process group of its own");
         case kStepGo: return fail(Exit::internal, "the jail's watcher did not start");
         case kStepStderr: return fail(Exit::internal, "cannot redirect the jail's stderr");
@@ -106,18 +108,6 @@ int place_and_exec(const BwrapExec& x, int& err) noexcept {
     return kStepExec;
 }
 
-}  // namespace
-
-Error exec_bwrap(const Plan& plan, const JailFds& fds) {
-    auto x = prepare_bwrap_exec(plan, fds);
-    if (!x) return x.error();
-    int err = 0;
-    const int step = place_and_exec(x.value(), err);
-    return exec_step_error(plan, step, err);
-}
-
-namespace {
-
 // A one-off jail on the caller's terminal leaves the process group of the
 // helper's waiting processes, and takes the terminal's foreground with it
 // when the helper had it. A jail that shares a process group with a waiting
@@ -159,6 +149,10 @@ int bwrap_child_main(void* arg) noexcept {
     const BwrapChild& c = *static_cast<const BwrapChild*>(arg);
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != c.watcher)
         return bwrap_child_fails(c, kStepTie, 0);
+    // Into the tenant's jails leaf, where its limits are (the watcher stays
+    // in the supervisor's): "0" is the writer.
+    for (const int fd : c.jails)
+        if (::write(fd, "0", 1) != 1) return bwrap_child_fails(c, kStepCgroup, errno);
     if (c.own_session ? ::setsid() < 0 : !leave_process_group()) return bwrap_child_fails(c, kStepGroup, 0);
     if (c.go_fd >= 0 && !await_watcher(c.go_fd)) return bwrap_child_fails(c, kStepGo, 0);
     if (c.stderr_fd >= 0 && ::dup2(c.stderr_fd, 2) != 2) return bwrap_child_fails(c, kStepStderr, 0);
@@ -170,10 +164,13 @@ int bwrap_child_main(void* arg) noexcept {
 }  // namespace
 
 Result<pid_t> start_bwrap_child(BwrapChild& c, const Plan& plan, pid_t watcher, bool own_session, int stderr_fd,
-                                int go_fd, const JailFds& fds) {
+                                int go_fd, const JailFds& fds, const std::vector<UniqueFd>* jails) {
     auto exec = prepare_bwrap_exec(plan, fds);
     if (!exec) return exec.error();
     c.exec = std::move(exec).value();
+    c.jails.clear();
+    if (jails != nullptr)
+        for (const auto& fd : *jails) c.jails.push_back(fd.get());
     c.watcher = watcher;
     c.own_session = own_session;
     c.stderr_fd = stderr_fd;

@@ -1,7 +1,6 @@
-// bwrap_exec.hpp: the last steps before bwrap, as the tenant. A process
-// that execs bwrap itself (exec_bwrap: a client jail) or a watcher that
-// starts it in a child sharing its memory (start_bwrap_child) hands bwrap
-// exactly the planned descriptors (kSeccompFd, kStatusFd, kInfoFd, kBlockFd,
+// bwrap_exec.hpp: the last steps before bwrap, as the tenant. A watcher
+// starts it in a child sharing its memory (start_bwrap_child), which enters
+// the tenant's jails leaf and hands bwrap exactly the planned descriptors (kSeccompFd, kStatusFd, kInfoFd, kBlockFd,
 // kResolvFd) and the default signal dispositions. Internal to proc/.
 #pragma once
 
@@ -22,8 +21,8 @@ std::vector<char*> c_strings(const std::vector<std::string>& v);
 
 // The deferred host probe, run as the tenant right before bwrap: refuse if
 // a fresh procfs cannot be mounted here (proc = private never falls back).
-// Right before bwrap, by the process that execs it (which reaps the trial's
-// child, probe.hpp) or forks it (a watcher: its supervise() reaps it).
+// Right before bwrap, by the watcher that starts it (its supervise() reaps
+// the trial's child, probe.hpp).
 Status prove_private_proc(const Plan& plan);
 
 // The descriptors a jail's bwrap gets besides its seccomp program (-1: none).
@@ -51,10 +50,6 @@ struct BwrapExec {
 };
 
 
-// Already the tenant: hand exactly the planned descriptors to bwrap and exec
-// it. Returns only on failure, with its error.
-Error exec_bwrap(const Plan& plan, const JailFds& fds = {});
-
 // The bwrap child of a watcher (already the tenant), started vfork-style:
 // clone(CLONE_VM) shares the watcher's memory until the child's execve
 // instead of copying it (a fork copied the whole address space the root
@@ -64,8 +59,8 @@ Error exec_bwrap(const Plan& plan, const JailFds& fds = {});
 // nothing the child reads until the child has exec'd (await_bwrap_exec).
 // The child makes system calls only: everything it needs is prepared
 // first (BwrapExec), and what went wrong is sent back on a close-on-exec
-// pipe (errno is shared with the watcher: the child reads it only for the
-// exec's error, while the watcher is blocked reading that pipe).
+// pipe (errno is shared with the watcher: the child reads it right after
+// the call that failed, for that step's message).
 //
 // It dies with the watcher until bwrap's own --die-with-parent is armed. A
 // session jail gets a session of its own; a one-off jail stays on the
@@ -77,6 +72,7 @@ struct BwrapChild {
     pid_t watcher{-1};
     bool own_session{false};  // the session jail: setsid, not a process group of its own
     int stderr_fd{-1}, go_fd{-1};
+    std::vector<int> jails;  // the jails leaf's cgroup.procs (JailPlacement), entered first
     int err_write{-1};  // by number: the watcher closes its own copy after the clone
     UniqueFd err_read;  // end of file here: the child's write end closed in its execve
 };
@@ -85,7 +81,7 @@ struct BwrapChild {
 // Prepares everything the child needs and starts it (a session of its own
 // if `own_session`). Returns its pid, or the error (nothing started).
 Result<pid_t> start_bwrap_child(BwrapChild& c, const Plan& plan, pid_t watcher, bool own_session, int stderr_fd,
-                                int go_fd, const JailFds& fds);
+                                int go_fd, const JailFds& fds, const std::vector<UniqueFd>* jails);
 
 // Blocks until the child has exec'd bwrap (ok) or failed; its failure is
 // the error it reported (it exits with that error's code). Until this

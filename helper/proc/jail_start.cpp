@@ -138,11 +138,12 @@ JailKind kind_of(const JailStart& start) {
 // as its stdio, a session of its own (the caller's terminal is never the
 // jail's controlling terminal: no TIOCSTI, no job control of the caller's);
 // (3) the tenant's empty network namespace (an attach jail that plans it);
-// (4) the tenant's limits (pam_limits'); (5) its jails leaf and
-// RLIMIT_NPROC; (6) a connection's: nothing else of the supervisor's (its
-// endpoint, other connections, PAM's), the connection channel as fd 3 and
-// the network channel as the next; (7) the tenant (run_as_tenant: dies by
-// SIGHUP with us), the watcher.
+// (4) the tenant's limits (pam_limits'); (5) a connection's: nothing else
+// of the supervisor's (its endpoint, other connections, PAM's), the
+// connection channel as fd 3 and the network channel as the next; (6)
+// RLIMIT_NPROC, and the jails leaf opened for the bwrap child to enter (the
+// watcher stays in the supervisor's leaf); (7) the tenant (run_as_tenant:
+// dies by SIGHUP with us), the watcher.
 Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
     const Steps s = steps_of(start);
     const JailTraits kind = traits_of(s.kind);
@@ -173,14 +174,12 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
             fail_start(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") + std::strerror(errno)));
         if (tenant.limits != nullptr && !apply_rlimits(*tenant.limits))                                        // 4
             fail_start(fail(Exit::internal, "cannot set the tenant's limits"));
-        if (tenant.place != nullptr)                                                                           // 5
-            if (auto st = tenant.place->apply(); !st) fail_start(st.error());
         // The connection channel (a waiting jail's) as fd 3, the network
         // channel (an isolated jail's) as the next: each first copied above
         // both numbers (neither overwrites the other), then put in place.
         int net_fd = s.net.watchers_end;
         int conn_fd = s.conn.watchers_end;
-        if (kind.takes_stdio) {                                                                                // 6
+        if (kind.takes_stdio) {                                                                                // 5
             ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
             int place = 3;
             for (int* fd : {&conn_fd, &net_fd})
@@ -194,9 +193,15 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
             if (::syscall(SYS_close_range, static_cast<unsigned>(place), ~0U, 0U) != 0) quit_silently();
             ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
         }
+        std::vector<UniqueFd> jails;                                                                           // 6
+        if (tenant.place != nullptr) {
+            auto opened = tenant.place->apply();
+            if (!opened) fail_start(opened.error());
+            jails = std::move(opened).value();
+        }
         run_as_tenant(
             s.plan->creds, self, SIGHUP,                                                                       // 7
-            [&] { return watch_jail(WatchOrder{*s.plan, s.kind, s.ready_fd, net_fd, conn_fd}); },
+            [&] { return watch_jail(WatchOrder{*s.plan, s.kind, s.ready_fd, net_fd, conn_fd, &jails}); },
             [&](const Error& e) noexcept {
                 if (report_fd >= 0) write_report(report_fd, e);
             });

@@ -40,6 +40,7 @@ struct Conn {
     pid_t watcher{-1};
     HandoverKind kind{HandoverKind::attach};
     bool hung_up{false};
+    bool killed{false};   // we SIGKILLed its watcher (a grace or the teardown ran out)
     std::string who;      // for the audit lines
     std::string session;  // likewise
     UserNet net;          // an isolated one-off's slirp4netns, held while it runs
@@ -333,8 +334,18 @@ private:
                 log::context().caller = c->who;
                 log::context().session = c->session;
                 const bool oneoff = c->kind == HandoverKind::command;
-                log::audit("exit", std::string(oneoff ? "one-off jail" : "attach jail") + " ended with status " +
-                                       std::to_string(code));
+                const std::string what = oneoff ? "one-off jail" : "attach jail";
+                // A watcher ends with its jail's status; killed by a signal
+                // we did not send (the OOM killer, root), it left none: its
+                // jail ended with it, and the front is told so.
+                const bool lost_watcher = WIFSIGNALED(st) && !c->killed;
+                std::string lost_why = "the " + what;
+                lost_why.append("'s watcher was killed by signal ")
+                    .append(std::to_string(WIFSIGNALED(st) ? WTERMSIG(st) : 0))
+                    .append(", and the jail with it");
+                std::string ended = what;
+                ended.append(lost_watcher ? " ended: " + lost_why : " ended with status " + std::to_string(code));
+                log::audit("exit", ended);
                 // The next one-off's jail, now that this one's command is
                 // done with the CPUs (if it was still to come).
                 if (oneoff && prepare_oneoff_at_) prepare_oneoff_at_ = std::chrono::steady_clock::now();
@@ -351,7 +362,8 @@ private:
                                      oneoff ? "the one-off jail ended before its descriptors reached it"
                                             : "the attach jail ended before its terminal reached it"};
                     Reply r{ReplyKind::exit, code, ""};
-                    if (oneoff ? !said_taken(c->chan.get()) : code == kNoConnectionStatus) r = lost;
+                    if (lost_watcher) r = Reply{ReplyKind::fail, static_cast<int>(Exit::internal), lost_why};
+                    else if (oneoff ? !said_taken(c->chan.get()) : code == kNoConnectionStatus) r = lost;
                     else if (!oneoff && code == kNoServerStatus) r = Reply{ReplyKind::retry, 0, ""};
                     (void)send_reply(c->sock.get(), r);
                     c->sock.reset();
@@ -752,13 +764,17 @@ private:
             } else {
                 // A jail that did not end within its grace: SIGKILL.
                 ::kill(c->watcher, SIGKILL);
+                c->killed = true;
                 c->deadline = now + 3;
             }
         }
         if (ending_at_ != 0 && now >= ending_at_) {
             if (session_ > 0) ::kill(session_, SIGKILL);
             for (auto& c : conns_) {
-                if (c->watcher > 0) ::kill(c->watcher, SIGKILL);
+                if (c->watcher > 0) {
+                    ::kill(c->watcher, SIGKILL);
+                    c->killed = true;
+                }
                 if (c->query && !c->query->reaped && c->query->watcher > 0) ::kill(c->query->watcher, SIGKILL);
             }
             kill_remaining_children();

@@ -324,7 +324,10 @@ int watch_jail(const WatchOrder& order) {
     // parent until both are done with the jail: bwrap reads end of file as
     // the go-ahead, and it comes only once every process of the jail is gone.
     auto started = start_bwrap_child(starting, plan, ::getpid(), kind.own_session, stderr_memfd.get(), go[0],
-                                     {status[1], info[1], block[0], resolv.get(), stub_theirs.get()});
+                                     {status[1], info[1], block[0], resolv.get(), stub_theirs.get()}, order.jails);
+    // The child has its copies (a descriptor table of its own): ours, which
+    // could move any process into the tenant's cgroup, go now.
+    if (order.jails != nullptr) order.jails->clear();
     if (!started) return failed(started.error());
     const pid_t bwrap = started.value();
     if (reports_status) ::close(status[1]);

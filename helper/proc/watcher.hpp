@@ -6,8 +6,10 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "base/result.hpp"
+#include "base/unique_fd.hpp"
 #include "decide/plan.hpp"
 #include "proc/jail_start.hpp"
 
@@ -28,6 +30,9 @@ struct WatchOrder {
     int ready_fd{-1};
     int net_fd{-1};
     int conn_fd{-1};  // an attach jail's: its connection comes here (owner.hpp: send_connection)
+    // The jails leaf (placement.hpp: JailPlacement): the bwrap child enters
+    // it; the watcher closes these once the child has started.
+    std::vector<UniqueFd>* jails{nullptr};
 };
 
 // The watcher: the tenant, unprivileged, not dumpable, a subreaper, in a

@@ -157,7 +157,9 @@ def run_stub(messages, user="nobody", as_root=False, answers=None):
 
 
 def words(argv, env):
-    return b"".join(w.encode() + b"\0" for w in argv) + b"\0" + b"".join(e.encode() + b"\0" for e in env)
+    """As base/handed.hpp lays them out: '+' and each argv word, an empty
+    word, the environment; every word NUL-terminated."""
+    return b"".join(b"+" + w.encode() + b"\0" for w in argv) + b"\0" + b"".join(e.encode() + b"\0" for e in env)
 
 
 def run_stub_into_pipe(message, stdio):
@@ -203,12 +205,13 @@ def test_the_stub_gives_a_one_off_its_stderr_and_finds_a_bare_name_in_the_handed
 @pytest.mark.parametrize("message,fds,why", [
     (words(["/bin/true"], []), 1, "malformed connection"),
     (words(["/bin/true"], []), 4, "malformed connection"),
-    (b"/bin/true\0", 2, "malformed command"),
+    (b"+/bin/true\0", 2, "malformed command"),
+    (b"/bin/true\0\0", 2, "malformed command"),  # an argv word without its '+'
     (words(["/bin/true"], ["NOEQUALS"]), 2, "malformed environment"),
-    (b"/bin/true\0\0X=1", 2, "malformed connection"),
+    (b"+/bin/true\0\0X=1", 2, "malformed connection"),
     (b"query\0" + words(["/bin/true"], []), 1, "malformed connection"),
     (b"query\0" + words(["/bin/true"], []), 3, "malformed connection"),
-    (b"query\0/bin/true\0", 2, "malformed command"),
+    (b"query\0+/bin/true\0", 2, "malformed command"),
     (b"query\0" + words(["/bin/true"], ["=x"]), 2, "malformed environment"),
 ])
 def test_the_stub_refuses_a_malformed_connection_or_query(message, fds, why):

@@ -686,12 +686,17 @@ def test_the_tenant_cannot_ptrace_the_watcher(host, alice, guard, suid_dumpable)
 
 def test_the_tenant_killing_the_watcher_ends_the_jail_and_pam(host, alice, guard):
     s = new_session()
-    p = start_jail(host, alice, "sleep 1000", s)
+    p = start_as(PROXY, host.jail(alice, "sleep 1000", session=s), stdin=subprocess.DEVNULL,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     wait_sleeping(host, alice)
     k = host.run_as(alice, ["kill", "-KILL", str(watcher_of_sleep(host, alice))])
     assert k.returncode == 0, k.stderr
     p.wait(timeout=10)
-    assert p.returncode == 128 + signal.SIGKILL, p.returncode
+    # Its command's status went with it: the front says what happened
+    # (exit 4), never a status the command did not have.
+    err = p.stderr.read().decode()
+    assert p.returncode == 4, (p.returncode, err)
+    assert err == "clihost-jail: the one-off jail's watcher was killed by signal 9, and the jail with it\n", err
     assert_nothing_left(host, alice)
     opened, closed = pam_lines(host, p)
     assert opened >= 1 and closed == opened, (opened, closed)

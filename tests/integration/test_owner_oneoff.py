@@ -207,14 +207,14 @@ def process_table():
     """The rows of docs/ARCHITECTURE.md's process table, by kind (the kind
     column up to its first parenthesis)."""
     text = open(os.path.join(REPO, "docs", "ARCHITECTURE.md")).read()
-    head = "| kind | uid | file:function | started by | reaped by | lifetime |"
+    head = "| kind | uid | cgroup leaf | file:function | started by | reaped by | lifetime |"
     assert head in text
     rows = {}
     for line in text.split(head, 1)[1].splitlines()[2:]:
         if not line.startswith("|"):
             break
         cells = [c.strip() for c in line.strip("|").split("|")]
-        rows[cells[0].split(" (")[0]] = dict(zip(["kind", "uid", "where", "started", "reaped", "lifetime"], cells))
+        rows[cells[0].split(" (")[0]] = dict(zip(["kind", "uid", "leaf", "where", "started", "reaped", "lifetime"], cells))
     return rows
 
 
@@ -267,12 +267,29 @@ def classify(host, tenant, pid, sup):
     return None
 
 
+def cgroup_leaf(pid, uid):
+    """The leaf of T's cgroup a process is in ("supervisor", "jails"), the
+    same in every hierarchy; "the caller's" when it is in none of T's."""
+    tails = set()
+    for line in open(f"/proc/{pid}/cgroup").read().splitlines():
+        path = line.split(":", 2)[2]
+        if f"/{CGROUP_PARENT}/{uid}/" in path + "/":
+            tails.add(path.split(f"/{CGROUP_PARENT}/{uid}", 1)[1])
+    if not tails:
+        return "the caller's"
+    assert len(tails) == 1, (pid, tails)
+    return tails.pop().strip("/")
+
+
 def test_a_live_tenant_matches_the_process_table(host, alice, terms):
     """A session jail with two attached clients (and the attach jail
     prepared for the next connection) and a one-off jail (and the one-off
     jail prepared for the next one-off): every process of
     the helper and every bwrap of the tenant is a kind of the table, with
-    its uid, started by (the parent) and reaped by the kind the table says."""
+    its uid, its cgroup leaf, started by (the parent) and reaped by the kind
+    the table says. The leaves matter: the watchers are outside the jails
+    leaf, so the tenant's limits (and the OOM killer they call) never reach
+    them; every process of a jail, down to its commands, is inside it."""
     s = new_session()
     c1 = attach(host, alice, s, terms)
     assert shell_ready(c1), c1.output()
@@ -308,6 +325,8 @@ def test_a_live_tenant_matches_the_process_table(host, alice, terms):
             assert ids[1] == "0", (kind, ids)
         else:
             assert row["uid"] == "T" and ids[:3] == [str(uid)] * 3, (kind, ids, row["uid"])
+        if cgroup_missing() is None:
+            assert cgroup_leaf(pid, uid) == row["leaf"].split(",")[0], (kind, pid, open(f"/proc/{pid}/cgroup").read())
         parent = ppid(pid)
         for col in ("started", "reaped"):
             said = row[col]
@@ -317,3 +336,13 @@ def test_a_live_tenant_matches_the_process_table(host, alice, terms):
                 assert parent == 1, (kind, parent, said)
             else:
                 assert kinds.get(parent) == said, (kind, col, said, kinds.get(parent))
+    # Every other process of T is a jail's (bwrap's own pid 1, tmux, the
+    # shells, the one-off's sleep): in the jails leaf.
+    if cgroup_missing() is None:
+        helpers = {p for p, k in kinds.items() if rows[k]["leaf"] != "jails"}
+        for pid in set(pids(uid=uid, live=True)) - helpers:
+            try:
+                leaf = cgroup_leaf(pid, uid)
+            except OSError:
+                continue
+            assert leaf == "jails", (pid, cmdline(pid), leaf)

@@ -22,6 +22,18 @@ using namespace clihost;
 
 namespace {
 
+// What a jail's bwrap child does with TenantCgroup::open_jails (it writes
+// "0"): here `what`, into every hierarchy's jails leaf.
+void enter_jails(const TenantCgroup& cg, const std::string& what) {
+    auto fds = cg.open_jails();
+    ASSERT_TRUE(fds.ok()) << fds.error().message;
+    ASSERT_FALSE(fds.value().empty());
+    for (const auto& fd : fds.value()) {
+        ASSERT_EQ(::write(fd.get(), what.data(), what.size()), static_cast<ssize_t>(what.size()));
+        EXPECT_EQ(::fcntl(fd.get(), F_GETFD), FD_CLOEXEC);
+    }
+}
+
 class Tree {
 public:
     Tree() {
@@ -149,7 +161,7 @@ TEST(Cgroup, V2WritesLimitsOnTheJailsLeafBeforeAnyProcessEnters) {
     EXPECT_EQ(t.read("clihost-jail/1234/jails/cgroup.procs"), "");
     // Each level hands the controllers down (the last one written here).
     EXPECT_EQ(t.read("clihost-jail/1234/cgroup.subtree_control").rfind("+cpu", 0), 0u);
-    ASSERT_TRUE(cg.value().enter_jails(4242).ok());
+    enter_jails(cg.value(), "4242");
     EXPECT_EQ(t.read("clihost-jail/1234/jails/cgroup.procs"), "4242");
     ASSERT_TRUE(cg.value().enter_supervisor(4343).ok());
     EXPECT_EQ(t.read("clihost-jail/1234/supervisor/cgroup.procs"), "4343");
@@ -276,7 +288,7 @@ TEST(Cgroup, V1UsesEachControllersHierarchyAndTheFreezerToKill) {
     EXPECT_EQ(t.read("pids/p/9/jails/pids.max"), "100");
     EXPECT_EQ(t.read("cpu/p/9/cpu.shares"), "1024");
     EXPECT_EQ(cg.value().usage().oom_kills, 2u);
-    ASSERT_TRUE(cg.value().enter_jails(0).ok());
+    enter_jails(cg.value(), "0");
     for (const char* c : {"memory", "pids", "cpu", "freezer"})
         EXPECT_EQ(t.read(std::string(c) + "/p/9/jails/cgroup.procs"), "0") << c;
     t.file("freezer/p/9/jails/cgroup.procs");
@@ -326,9 +338,9 @@ TEST(Cgroup, V2PutsProcessesOnlyInLeavesNeverInANodeWithControllersEnabled) {
     auto cg = TenantCgroup::setup(host, l, 7, kMeminfo);
     ASSERT_TRUE(cg.ok()) << cg.error().message;
     ASSERT_TRUE(cg.value().enter_supervisor(100).ok());
-    ASSERT_TRUE(cg.value().enter_jails(200).ok());
+    enter_jails(cg.value(), "200");
     // The same through the open() a later command (stop, list) uses.
-    ASSERT_TRUE(TenantCgroup::open(host, "p", 7).enter_jails(300).ok());
+    enter_jails(TenantCgroup::open(host, "p", 7), "300");
     for (const char* node : {"p", "p/7"}) {
         EXPECT_NE(t.read(std::string(node) + "/cgroup.subtree_control"), "") << node;
         EXPECT_EQ(t.read(std::string(node) + "/cgroup.procs"), "") << node;
