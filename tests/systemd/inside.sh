@@ -80,7 +80,17 @@ echo "$out" | grep -q "^cgroups: .*systemd: each tenant's supervisor in a transi
 runuser -u clihost -- $L/ptydrive $R/fork.log $R/none $HELPER run --user $T --session fl -- $L/forkloop 200 4 &
 wait_for 20 grep -qs 'forkloop: ' $R/fork.log
 sleep 0.5
-check "fork loop: the jails hold tasks_max tasks" "$(cat /sys/fs/cgroup/pids$CG/jails/pids.current)" 40
+#    RLIMIT_NPROC counts the tenant's uid: its jails' tasks and the
+#    helper's own processes of that uid (the watchers, in the supervisor's
+#    leaf) make tasks_max together.
+helpers=0
+for p in $(cat /sys/fs/cgroup/pids$CG/supervisor/cgroup.procs); do
+  [ "$(stat -c %u /proc/$p 2>/dev/null)" = "$TUID" ] && helpers=$((helpers + 1))
+done
+check "fork loop: the jails hold tasks_max tasks less the $helpers watchers of the tenant's uid" \
+  "$(($(cat /sys/fs/cgroup/pids$CG/jails/pids.current) + helpers))" 40
+[ "$helpers" -ge 2 ] && pass "the watchers ($helpers) are outside the jails leaf" \
+  || fail "the watchers are outside the jails leaf" "$helpers of uid $TUID in the supervisor's leaf"
 wait
 grep -q 'forkloop: refused after' $R/fork.log && pass "fork loop: a fork was refused" \
   || fail "fork loop: a fork was refused" "$(tr -cd '[:print:]\n' < $R/fork.log | tail -3)"
