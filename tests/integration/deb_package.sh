@@ -124,7 +124,7 @@ nft delete table inet clihost_jail >/dev/null 2>&1 || true
 check "no host-address rules before the install" "! nft list table inet clihost_jail >/dev/null 2>&1"
 # A fresh host's paths: the existing install is in the guard's tar.
 for p in "${guard_paths[@]}"; do rm -rf "/${p:?}"; done
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >/dev/null 2>&1 || dpkg -i "$deb" >/dev/null
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >"$work/install.log" 2>&1 || dpkg -i "$deb" >>"$work/install.log" 2>&1
 helper=/usr/libexec/clihost-jail/clihost-jail
 check "groups clihost and clihost-tenants exist" "getent group clihost >/dev/null && getent group clihost-tenants >/dev/null"
 check "helper is root:clihost 4750" "[ \"\$(stat -c '%U:%G %a' $helper)\" = 'root:clihost 4750' ]"
@@ -136,8 +136,16 @@ check "a run while the package is installed refuses (exit 1), and leaves it inst
 check "man pages installed" "[ -f /usr/share/man/man8/clihost-jail.8.gz ] && [ -f /usr/share/man/man5/clihost-jail.conf.5.gz ] && [ -f /usr/share/man/man8/clihost-jail-close-routes.8.gz ]"
 # deb-systemd-helper enables it also on a host without systemd (its state and
 # the symlinks), as for every package's units.
+enabled=$(readlink /etc/systemd/system/multi-user.target.wants/clihost-jail-nft.service || true)
 check "postinst enabled the rules' unit" \
-  "[ \"\$(readlink /etc/systemd/system/multi-user.target.wants/clihost-jail-nft.service)\" = /lib/systemd/system/clihost-jail-nft.service ] || [ \"\$(readlink /etc/systemd/system/multi-user.target.wants/clihost-jail-nft.service)\" = /usr/lib/systemd/system/clihost-jail-nft.service ]"
+  "[ '$enabled' = /lib/systemd/system/clihost-jail-nft.service ] || [ '$enabled' = /usr/lib/systemd/system/clihost-jail-nft.service ]"
+if [ "$enabled" != /lib/systemd/system/clihost-jail-nft.service ] && [ "$enabled" != /usr/lib/systemd/system/clihost-jail-nft.service ]; then
+  # What deb-systemd-helper saw and did, for the record of a failed run.
+  echo "  the link: '$enabled'; the unit: $(ls -l /usr/lib/systemd/system/clihost-jail-nft.service 2>&1)"
+  find /var/lib/systemd/deb-systemd-helper-enabled /var/lib/systemd/deb-systemd-helper-masked -name '*clihost*' \
+    -printf '  state: %p\n' 2>/dev/null
+  sed 's/^/  install: /' "$work/install.log" | tail -n 15
+fi
 # network = isolated: postinst creates the group and loads the rules (at boot:
 # the unit); without systemd here, postinst loads them itself.
 check "group clihost-jail-net exists" "getent group clihost-jail-net >/dev/null"
