@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 namespace clihost {
@@ -29,7 +30,17 @@ bool send_with_fds(int sock, std::string_view data, std::span<const int> fds, in
 
 Received receive_with_fds(int sock, std::size_t max_bytes, int flags) {
     Received r;
-    r.data.assign(max_bytes + 1, '\0');
+    // The message's length first (a peek, which takes no descriptor): a
+    // buffer as long as the message, not as `max_bytes`, so that a process
+    // that waits here (a prepared jail's stub) holds no zeroed pages it
+    // will never use. One past the most we take shows a longer message.
+    ssize_t len = 0;
+    while ((len = ::recv(sock, nullptr, 0, flags | MSG_PEEK | MSG_TRUNC)) < 0 && errno == EINTR) {}
+    if (len < 0) {
+        r.error = errno;
+        return r;
+    }
+    r.data.assign(std::min(static_cast<std::size_t>(len), max_bytes) + 1, '\0');
     alignas(cmsghdr) char control[CMSG_SPACE(kMaxPassedFds * sizeof(int))];
     iovec iov{r.data.data(), r.data.size()};
     msghdr mh{};

@@ -31,7 +31,8 @@ struct Received {
 };
 
 // Receives one message of at most `max_bytes` (recvmsg `flags`, and
-// MSG_CMSG_CLOEXEC); EINTR is retried.
+// MSG_CMSG_CLOEXEC; a SOCK_SEQPACKET or datagram socket), into a buffer as
+// long as the message; EINTR is retried.
 Received receive_with_fds(int sock, std::size_t max_bytes, int flags = 0);
 
 }  // namespace clihost

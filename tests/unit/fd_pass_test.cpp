@@ -72,4 +72,34 @@ TEST(FdPass, EndOfFileAndNothingYetAreTold) {
     EXPECT_EQ(receive_with_fds(p.b.get(), 10).n, 0);
 }
 
+TEST(FdPass, TheBufferIsTheMessagesLengthNotTheMostAskedFor) {
+    // A waiting stub asks for up to 128 KiB: it must not hold (zeroed,
+    // so resident) 128 KiB for a message of a few bytes.
+    Pair p;
+    ASSERT_TRUE(send_with_fds(p.a.get(), "short", {}));
+    Received got = receive_with_fds(p.b.get(), std::size_t{1} << 20);
+    EXPECT_EQ(got.data, "short");
+    EXPECT_LT(got.data.capacity(), 4096U);
+}
+
+TEST(FdPass, TheLengthsPeekTakesNoDescriptor) {
+    // Each descriptor sent arrives once: the peek that reads the length
+    // installs none of its own (open descriptors counted).
+    auto open_fds = [] {
+        int n = 0;
+        for (int fd = 0; fd < 1024; ++fd) n += ::fcntl(fd, F_GETFD) >= 0 ? 1 : 0;
+        return n;
+    };
+    Pair p;
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe(pipe_fds), 0);
+    const UniqueFd r(pipe_fds[0]), w(pipe_fds[1]);
+    const int fds[2] = {r.get(), w.get()};
+    ASSERT_TRUE(send_with_fds(p.a.get(), "x", fds));
+    const int before = open_fds();
+    Received got = receive_with_fds(p.b.get(), 64);
+    ASSERT_EQ(got.fds.size(), 2U);
+    EXPECT_EQ(open_fds(), before + 2);
+}
+
 }  // namespace
