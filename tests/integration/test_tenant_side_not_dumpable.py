@@ -55,6 +55,16 @@ def tenant_side(binary, uid):
     return out
 
 
+def identity(pid):
+    """What a process is: its executable and start time (None once gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            start = f.read().rsplit(")", 1)[1].split()[19]
+        return os.readlink(f"/proc/{pid}/exe"), start
+    except OSError:
+        return None
+
+
 def read_as(host, tenant, path):
     return host.run_as(tenant, ["/usr/bin/python3", "-c",
                                 f"import sys; sys.stdout.write(open({path!r}, 'rb').read().decode(errors='replace'))"])
@@ -75,8 +85,16 @@ def probe_while_paused(host, tenant, binary, start, exclude=()):
         assert seen, "no tenant-side process of the helper showed up"
         results = {}
         for pid in seen:
+            was = identity(pid)
             env = read_as(host, tenant, f"/proc/{pid}/environ")
+            # A watcher's bwrap child is the helper (the watcher's memory)
+            # until its execve, then bwrap: what was read after that is
+            # bwrap's, not the helper's. Only a read of a process that was
+            # the helper before and after it counts.
+            if was is None or identity(pid) != was:
+                continue
             results[pid] = (env.returncode, "PermissionError" in env.stderr, SECRET in env.stdout)
+        assert results, f"every tenant-side process of the helper ({seen}) exec'd or ended while it was read"
         return results
     finally:
         try:
