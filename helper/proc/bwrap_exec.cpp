@@ -151,6 +151,7 @@ int bwrap_child_main(void* arg) noexcept {
         return bwrap_child_fails(c, kStepTie, 0);
     // Into the tenant's jails leaf, where its limits are (the watcher stays
     // in the supervisor's): "0" is the writer.
+    if (c.fault_cgroup) return bwrap_child_fails(c, kStepCgroup, EACCES);  // the injected failure (tests)
     for (const int fd : c.jails)
         if (::write(fd, "0", 1) != 1) return bwrap_child_fails(c, kStepCgroup, errno);
     if (c.own_session ? ::setsid() < 0 : !leave_process_group()) return bwrap_child_fails(c, kStepGroup, 0);
@@ -168,6 +169,7 @@ Result<pid_t> start_bwrap_child(BwrapChild& c, const Plan& plan, pid_t watcher, 
     auto exec = prepare_bwrap_exec(plan, fds);
     if (!exec) return exec.error();
     c.exec = std::move(exec).value();
+    c.fault_cgroup = fault::fail("enter_jails");
     c.jails.clear();
     if (jails != nullptr)
         for (const auto& fd : *jails) c.jails.push_back(fd.get());

@@ -73,6 +73,7 @@ struct BwrapChild {
     bool own_session{false};  // the session jail: setsid, not a process group of its own
     int stderr_fd{-1}, go_fd{-1};
     std::vector<int> jails;  // the jails leaf's cgroup.procs (JailPlacement), entered first
+    bool fault_cgroup{false};
     int err_write{-1};  // by number: the watcher closes its own copy after the clone
     UniqueFd err_read;  // end of file here: the child's write end closed in its execve
 };

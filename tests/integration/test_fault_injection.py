@@ -41,6 +41,7 @@ def inject(host, faults_bin, tenant, fault, config=None):
     ("capng_caps", 4, "privilege drop failed at clearing capabilities"),
     ("fork", 4, "fork failed"),
     ("fork_bwrap", 4, "fork failed"),
+    ("enter_jails", 3, "cannot enter the tenant's jails cgroup: Permission denied"),
     ("exec", 3, "cannot execute /usr/bin/bwrap"),
     ("probe", 3, "user namespaces are unavailable"),
 ])
