@@ -280,6 +280,9 @@ Result<TenantCreds> require_isolation(uid_t tenant_uid) {
 Status send_namespaces(int chan, pid_t jail_child, int seconds, int bwrap_pidfd) {
     const std::string path = "/proc/" + std::to_string(jail_child) + "/ns/net";
     const UniqueFd netns(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    // No such process (or a zombie): the jail's child ended already, bwrap
+    // failed during its setup, and its own status says why.
+    if (!netns.valid() && (errno == ENOENT || errno == ESRCH)) return fail(Exit::host, std::string(kJailEndedEarly));
     if (!netns.valid()) return fail(Exit::internal, "cannot open the jail's network namespace");
     const UniqueFd userns(::ioctl(netns.get(), NS_GET_USERNS));
     if (!userns.valid()) return fail(Exit::internal, "cannot find the user namespace of the jail's network");

@@ -48,8 +48,8 @@ inline constexpr std::string_view kJailEndedEarly = "the jail ended before its n
 
 // Watcher side: hand the jail's namespaces to the root parent over `chan`
 // and wait (at most `seconds`) for its go-ahead. kJailEndedEarly: bwrap
-// (`bwrap_pidfd`) ended first, and its status says why; any other error:
-// no go-ahead, and the parent reports why.
+// (`bwrap_pidfd`) or the jail's child ended first, and bwrap's status says
+// why; any other error: no go-ahead, and the watcher reports why.
 Status send_namespaces(int chan, pid_t jail_child, int seconds, int bwrap_pidfd);
 
 // Root side: a running slirp4netns. Its exit pipe is held here: when the

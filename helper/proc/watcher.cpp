@@ -389,7 +389,9 @@ int watch_jail(const WatchOrder& order) {
         if (!attached && !ended) {
             ::kill(bwrap, SIGKILL);
             (void)supervise(bwrap);
-            if (kind.waits) write_report(ready_fd, attached.error());
+            // Our root parent heard nothing on the network channel: it
+            // reads why here (a session jail's report, a waiting jail's).
+            if (ready_fd >= 0) write_report(ready_fd, attached.error());
             return static_cast<int>(attached.error().code);
         }
         // A bwrap that failed during its setup no longer reads this (EPIPE):
