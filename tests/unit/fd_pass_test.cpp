@@ -10,21 +10,13 @@
 #include <string>
 
 #include "base/fd_pass.hpp"
+#include "socket_pair.hpp"
 
 using namespace clihost;
 
 namespace {
 
-struct Pair {
-    UniqueFd a, b;
-    Pair() {
-        int sv[2];
-        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0) {
-            a.reset(sv[0]);
-            b.reset(sv[1]);
-        }
-    }
-};
+using Pair = clihost::testing::SocketPair;
 
 ino_t inode_of(int fd) {
     struct stat st {};

@@ -10,21 +10,14 @@
 
 #include "base/fd_pass.hpp"
 #include "proc/net.hpp"
+#include "socket_pair.hpp"
 
 using namespace clihost;
 
 namespace {
 
-struct Channel {
-    UniqueFd watcher, parent;
-    Channel() {
-        int sv[2];
-        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0) {
-            watcher.reset(sv[0]);
-            parent.reset(sv[1]);
-        }
-    }
-};
+// a: the watcher's end of the network channel, b: its root parent's.
+using Channel = clihost::testing::SocketPair;
 
 // Waits until `pid` (our child, not reaped) is a zombie.
 bool zombie(pid_t pid) {
@@ -42,22 +35,22 @@ TEST(Net, AJailChildGoneBeforeItsNamespacesAreSentIsTheJailEndingEarly) {
     // watcher opened its namespaces. That is the jail ending early (bwrap's
     // status says why), not an internal error that nobody reports.
     Channel c;
-    ASSERT_TRUE(c.watcher.valid());
+    ASSERT_TRUE(c.a.valid());
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) ::_exit(0);
     ASSERT_TRUE(zombie(child));
-    Status st = send_namespaces(c.watcher.get(), child, 1, -1);
+    Status st = send_namespaces(c.a.get(), child, 1, -1);
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.error().message, kJailEndedEarly);
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, 0), child);
     // Reaped: no such process at all.
-    st = send_namespaces(c.watcher.get(), child, 1, -1);
+    st = send_namespaces(c.a.get(), child, 1, -1);
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.error().message, kJailEndedEarly);
     // Nothing went to the parent.
-    EXPECT_EQ(receive_with_fds(c.parent.get(), 16, MSG_DONTWAIT).error, EAGAIN);
+    EXPECT_EQ(receive_with_fds(c.b.get(), 16, MSG_DONTWAIT).error, EAGAIN);
 }
 
 TEST(Net, ALiveJailChildsNamespacesAreSent) {
@@ -70,13 +63,13 @@ TEST(Net, ALiveJailChildsNamespacesAreSent) {
         ::pause();
         ::_exit(0);
     }
-    const Status st = send_namespaces(c.watcher.get(), child, 0, -1);
+    const Status st = send_namespaces(c.a.get(), child, 0, -1);
     ::kill(child, SIGKILL);
     int status = 0;
     ::waitpid(child, &status, 0);
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.error().message, "the jail's network did not start");
-    Received got = receive_with_fds(c.parent.get(), 16, MSG_DONTWAIT);
+    Received got = receive_with_fds(c.b.get(), 16, MSG_DONTWAIT);
     EXPECT_EQ(got.data, "n");
     EXPECT_EQ(got.fds.size(), 2U);
 }
