@@ -611,7 +611,13 @@ def watcher_of(host, tenant):
 def watcher_of_sleep(host, tenant):
     """The watcher of the one-off jail that runs `sleep`."""
     uid = pwd.getpwnam(tenant).pw_uid
-    (sleeper,) = [p for p in pids(uid=uid, live=True) if open(f"/proc/{p}/comm").read().strip() == "sleep"]
+    def comm(p):
+        try:
+            with open(f"/proc/{p}/comm") as f:
+                return f.read().strip()
+        except OSError:
+            return None  # ended meanwhile (a prepared jail's process, say)
+    (sleeper,) = [p for p in pids(uid=uid, live=True) if comm(p) == "sleep"]
     p = sleeper
     while p > 1:
         p = int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
