@@ -611,13 +611,7 @@ def watcher_of(host, tenant):
 def watcher_of_sleep(host, tenant):
     """The watcher of the one-off jail that runs `sleep`."""
     uid = pwd.getpwnam(tenant).pw_uid
-    def comm(p):
-        try:
-            with open(f"/proc/{p}/comm") as f:
-                return f.read().strip()
-        except OSError:
-            return None  # ended meanwhile (a prepared jail's process, say)
-    (sleeper,) = [p for p in pids(uid=uid, live=True) if comm(p) == "sleep"]
+    (sleeper,) = pids(uid=uid, comm="sleep", live=True)  # skips a process that ends while it is read
     p = sleeper
     while p > 1:
         p = int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
