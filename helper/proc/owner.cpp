@@ -339,10 +339,10 @@ private:
                 // we did not send (the OOM killer, root), it left none: its
                 // jail ended with it, and the front is told so.
                 const bool lost_watcher = WIFSIGNALED(st) && !c->killed;
-                std::string lost_why = "the " + what;
-                lost_why.append("'s watcher was killed by signal ")
-                    .append(std::to_string(WIFSIGNALED(st) ? WTERMSIG(st) : 0))
-                    .append(", and the jail with it");
+                std::string lost_why;
+                if (lost_watcher)
+                    lost_why.append("the ").append(what).append("'s watcher was killed by signal ")
+                        .append(std::to_string(WTERMSIG(st))).append(", and the jail with it");
                 std::string ended = what;
                 ended.append(lost_watcher ? " ended: " + lost_why : " ended with status " + std::to_string(code));
                 log::audit("exit", ended);
