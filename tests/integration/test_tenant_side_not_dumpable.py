@@ -73,28 +73,31 @@ def read_as(host, tenant, path):
 def probe_while_paused(host, tenant, binary, start, exclude=()):
     """Starts a helper run (start() returns the process), waits for a
     tenant-side helper process (other than those in exclude), and reads its
-    environ and mem as the tenant."""
+    environ as the tenant; tries each new one until a read counts."""
     uid = pwd.getpwnam(tenant).pw_uid
     proc = start()
     try:
         deadline = time.time() + 15
-        seen = []
-        while time.time() < deadline and not seen:
-            seen = [p for p in tenant_side(binary, uid) if p not in exclude]
+        tried, results = set(), {}
+        while time.time() < deadline and not results:
+            for pid in tenant_side(binary, uid):
+                if pid in exclude or pid in tried:
+                    continue
+                tried.add(pid)
+                # A watcher's bwrap child is the helper (the watcher's memory)
+                # until its execve, then bwrap: what was read after that is
+                # bwrap's, not the helper's. Only a read of a process that was
+                # the helper before and after it counts.
+                was = identity(pid)
+                if was is None or was[0] != binary:
+                    continue
+                env = read_as(host, tenant, f"/proc/{pid}/environ")
+                if identity(pid) != was:
+                    continue
+                results[pid] = (env.returncode, "PermissionError" in env.stderr, SECRET in env.stdout)
             time.sleep(0.02)
-        assert seen, "no tenant-side process of the helper showed up"
-        results = {}
-        for pid in seen:
-            was = identity(pid)
-            env = read_as(host, tenant, f"/proc/{pid}/environ")
-            # A watcher's bwrap child is the helper (the watcher's memory)
-            # until its execve, then bwrap: what was read after that is
-            # bwrap's, not the helper's. Only a read of a process that was
-            # the helper before and after it counts.
-            if was is None or identity(pid) != was:
-                continue
-            results[pid] = (env.returncode, "PermissionError" in env.stderr, SECRET in env.stdout)
-        assert results, f"every tenant-side process of the helper ({seen}) exec'd or ended while it was read"
+        assert tried, "no tenant-side process of the helper showed up"
+        assert results, f"every tenant-side process of the helper ({sorted(tried)}) exec'd or ended while it was read"
         return results
     finally:
         try:
