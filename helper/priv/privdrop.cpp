@@ -53,9 +53,23 @@ Status drop_privileges(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) {
     if (fault::fail("setgroups") || ::setgroups(groups.size(), groups.data()) != 0) return drop_failed("setgroups");
     // 4. gid before uid: after setresuid we could no longer change it.
     if (fault::fail("setresgid") || ::setresgid(gid, gid, gid) != 0) return drop_failed("setresgid");
-    // 5. All three uids, so that no saved uid 0 can be switched back to.
-    if (fault::fail("setresuid") || (!fault::fail("skip_setresuid") && ::setresuid(uid, uid, uid) != 0))
+    // 5. The uids, in two steps, so that the tenant never sees this process
+    //    dumpable. A change of effective uid resets the dumpable flag to
+    //    fs.suid_dumpable (1, "dumpable", on some hosts), and a process
+    //    whose real, effective and saved uids are all the tenant's can then
+    //    be read and ptraced by the tenant while it still holds the helper's
+    //    memory and descriptors (the kernel's ptrace check wants all three).
+    //    So: real and effective first, saved still 0; then not dumpable;
+    //    then the saved uid, a change of neither the effective nor the file
+    //    system ids that only empties the permitted set, after which the
+    //    kernel leaves the flag as it is.
+    if (fault::fail("setresuid") || (!fault::fail("skip_setresuid") && ::setresuid(uid, uid, 0) != 0))
         return drop_failed("setresuid");
+    // Test builds only: hold still where the kernel has just reset the flag.
+    if (fault::fail("pause_mid_drop")) ::sleep(2);
+    if (fault::fail("dumpable") || ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+        return fail(Exit::internal, "cannot make the tenant's process not dumpable");
+    if (!fault::fail("skip_setresuid") && ::setresuid(uid, uid, uid) != 0) return drop_failed("setresuid");
     // 6. Effective/permitted/inheritable caps: setresuid already cleared them
     //    (no KEEPCAPS), clear them explicitly so a securebits surprise cannot keep them.
     capng_clear(CAPNG_SELECT_BOTH);
@@ -69,8 +83,6 @@ Status drop_privileges(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) {
 
 Status enter_tenant(const TenantCreds& who, pid_t expected_parent, int deathsig) {
     if (auto st = drop_privileges(who.uid, who.gid, who.groups); !st) return st;
-    if (fault::fail("dumpable") || ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
-        return fail(Exit::internal, "cannot make the tenant's process not dumpable");
     // Test builds only: hold still here, the tenant's side of every path,
     // so a test can try to read this process's memory and environ.
     if (fault::fail("pause_as_tenant")) ::sleep(2);
@@ -130,6 +142,7 @@ Status verify_dropped(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) {
         if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1) return bad("ambient capabilities remain");
     }
     if (::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) return bad("no_new_privs not set");
+    if (::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) return bad("dumpable");
     return ok_status();
 }
 

@@ -14,7 +14,8 @@ namespace clihost {
 
 // Irreversibly drop to uid/gid with exactly `groups` as supplementary groups,
 // clear every capability set (effective, permitted, inheritable, bounding,
-// ambient) and set no_new_privs; then verify by reading the state back.
+// ambient), set no_new_privs, and never be dumpable with the tenant's ids;
+// then verify by reading the state back.
 // Any failure is fatal for the caller (it must not exec anything).
 Status drop_privileges(uid_t uid, gid_t gid, const std::vector<gid_t>& groups);
 
@@ -25,10 +26,10 @@ Status verify_dropped(uid_t uid, gid_t gid, const std::vector<gid_t>& groups);
 void report_tenant_failure(const Error& e) noexcept;
 
 
-// Becoming the tenant, in this process: drop_privileges (which verifies),
-// then not dumpable (the drop reset the flag to fs.suid_dumpable, and this
-// process still holds the helper's memory: the caller's environment, PAM's
-// data), then the parent-death signal (the drop cleared it), then the
+// Becoming the tenant, in this process: drop_privileges (which verifies,
+// and leaves the process not dumpable: it still holds the helper's memory,
+// the caller's environment, PAM's data), then the parent-death signal (the
+// drop cleared it), then the
 // parent must still be `expected_parent` (read before any fork: had it died
 // already, getppid() would name init or a subreaper, and the signal would
 // never come). Used only through run_as_tenant.

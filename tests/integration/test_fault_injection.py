@@ -39,6 +39,7 @@ def inject(host, faults_bin, tenant, fault, config=None):
     ("setresuid", 4, "privilege drop failed at setresuid"),
     ("bounding_set", 4, "privilege drop failed at clearing the bounding set: Operation not permitted"),
     ("capng_caps", 4, "privilege drop failed at clearing capabilities"),
+    ("dumpable", 4, "cannot make the tenant's process not dumpable"),
     ("fork", 4, "fork failed"),
     ("fork_bwrap", 4, "fork failed"),
     ("enter_jails", 3, "cannot enter the tenant's jails cgroup: Permission denied"),

@@ -205,3 +205,21 @@ def test_every_tenant_side_process_is_not_dumpable(host, alice, faults_bin, suid
             t.close()
         host.stop_all()
         assert host.wait_gone(alice, 15), host.processes_of(alice)
+
+
+@pytest.mark.parametrize("path", ["check", "one-off"])
+def test_no_moment_of_the_drop_is_readable_by_the_tenant(host, alice, faults_bin, suid_dumpable, path):
+    # The kernel resets the dumpable flag to fs.suid_dumpable whenever the
+    # effective uid changes. The fault build holds still right after the
+    # drop's change of effective uid, before anything else: a process the
+    # tenant can read there was dumpable, however briefly, in every run.
+    env = dict(env_with_secret(), CLIHOST_JAIL_FAULT="pause_mid_drop")
+    args = ["check", "--user", alice] if path == "check" else \
+        ["run", "--user", alice, "--session", new_session(), "--", "/bin/true"]
+    try:
+        assert_unreadable(probe_while_paused(host, alice, faults_bin, lambda: subprocess.Popen(
+            [faults_bin, *args], env=env, cwd="/", stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+    finally:
+        host.stop_all()
+        assert host.wait_gone(alice, 15), host.processes_of(alice)

@@ -38,6 +38,7 @@ bool set_groups(const std::vector<gid_t>& g) { return ::setgroups(g.size(), g.da
 bool set_gids(gid_t r, gid_t e, gid_t s) { return ::setresgid(r, e, s) == 0; }
 bool set_uids(uid_t r, uid_t e, uid_t s) { return ::setresuid(r, e, s) == 0; }
 bool no_new_privs() { return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0; }
+bool dumpable(int flag) { return ::prctl(PR_SET_DUMPABLE, flag, 0, 0, 0) == 0; }
 // With KEEPCAPS the permitted set survives setresuid; raise `caps` into the
 // effective set again (what a "drop" that forgot the capabilities leaves).
 bool keep_caps_effective(std::initializer_list<int> caps) {
@@ -87,9 +88,18 @@ TEST_F(VerifyDropped, AcceptsTheRealDrop) {
     EXPECT_EQ(verify_in_child([] { return drop_privileges(kUid, kGid, kGroups).ok(); }), "ok");
     EXPECT_EQ(verify_in_child([] {
                   return clear_bounding() && set_groups(kGroups) && set_gids(kGid, kGid, kGid) &&
-                         set_uids(kUid, kUid, kUid) && no_new_privs();
+                         set_uids(kUid, kUid, kUid) && no_new_privs() && dumpable(0);
               }),
               "ok");
+}
+
+TEST_F(VerifyDropped, ADumpableProcessIsCaught) {
+    // Everything dropped, but the tenant could read and ptrace it.
+    EXPECT_EQ(verify_in_child([] {
+                  return clear_bounding() && set_groups(kGroups) && set_gids(kGid, kGid, kGid) &&
+                         set_uids(kUid, kUid, kUid) && no_new_privs() && dumpable(1);
+              }),
+              "privilege drop not verified: dumpable");
 }
 
 TEST_F(VerifyDropped, NothingDroppedIsCaughtAtTheUids) {
