@@ -111,8 +111,8 @@ def env_with_secret():
     return {"PATH": "/usr/bin:/bin", "CLIHOST_JAIL_FAULT": "pause_as_tenant", SECRET.split("=")[0]: SECRET.split("=")[1]}
 
 
-def run_faults(host, faults_bin, args, config=None):
-    env = env_with_secret()
+def run_faults(host, faults_bin, args, config=None, fault="pause_as_tenant"):
+    env = dict(env_with_secret(), CLIHOST_JAIL_FAULT=fault)
     if config:
         env["CLIHOST_JAIL_CONFIG"] = config
     return lambda: subprocess.Popen([faults_bin, *args], env=env, cwd="/", stdin=subprocess.DEVNULL,
@@ -213,13 +213,11 @@ def test_no_moment_of_the_drop_is_readable_by_the_tenant(host, alice, faults_bin
     # effective uid changes. The fault build holds still right after the
     # drop's change of effective uid, before anything else: a process the
     # tenant can read there was dumpable, however briefly, in every run.
-    env = dict(env_with_secret(), CLIHOST_JAIL_FAULT="pause_mid_drop")
     args = ["check", "--user", alice] if path == "check" else \
         ["run", "--user", alice, "--session", new_session(), "--", "/bin/true"]
     try:
-        assert_unreadable(probe_while_paused(host, alice, faults_bin, lambda: subprocess.Popen(
-            [faults_bin, *args], env=env, cwd="/", stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+        assert_unreadable(probe_while_paused(host, alice, faults_bin,
+                                             run_faults(host, faults_bin, args, fault="pause_mid_drop")))
     finally:
         host.stop_all()
         assert host.wait_gone(alice, 15), host.processes_of(alice)
