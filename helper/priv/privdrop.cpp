@@ -63,13 +63,13 @@ Status drop_privileges(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) {
     //    then the saved uid, a change of neither the effective nor the file
     //    system ids that only empties the permitted set, after which the
     //    kernel leaves the flag as it is.
-    if (fault::fail("setresuid") || (!fault::fail("skip_setresuid") && ::setresuid(uid, uid, 0) != 0))
-        return drop_failed("setresuid");
+    const bool skip_uids = fault::fail("skip_setresuid");  // test builds: a drop that did nothing
+    if (fault::fail("setresuid") || (!skip_uids && ::setresuid(uid, uid, 0) != 0)) return drop_failed("setresuid");
     // Test builds only: hold still where the kernel has just reset the flag.
     if (fault::fail("pause_mid_drop")) ::sleep(2);
     if (fault::fail("dumpable") || ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
         return fail(Exit::internal, "cannot make the tenant's process not dumpable");
-    if (!fault::fail("skip_setresuid") && ::setresuid(uid, uid, uid) != 0) return drop_failed("setresuid");
+    if (!skip_uids && ::setresuid(uid, uid, uid) != 0) return drop_failed("setresuid");
     // 6. Effective/permitted/inheritable caps: setresuid already cleared them
     //    (no KEEPCAPS), clear them explicitly so a securebits surprise cannot keep them.
     capng_clear(CAPNG_SELECT_BOTH);
