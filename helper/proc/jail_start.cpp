@@ -138,9 +138,10 @@ JailKind kind_of(const JailStart& start) {
 // as its stdio, a session of its own (the caller's terminal is never the
 // jail's controlling terminal: no TIOCSTI, no job control of the caller's);
 // (3) the tenant's empty network namespace (an attach jail that plans it);
-// (4) the tenant's limits (pam_limits'); (5) a connection's: nothing else
-// of the supervisor's (its endpoint, other connections, PAM's), the
-// connection channel as fd 3 and the network channel as the next; (6)
+// (4) the tenant's limits (pam_limits'); (5) every kind's, a session jail
+// started by the event loop too: nothing else of the supervisor's (its
+// endpoint, other connections and their terminals, PAM's), the connection
+// channel as fd 3, the network channel and the session's report next; (6)
 // RLIMIT_NPROC, and the jails leaf opened for the bwrap child to enter (the
 // watcher stays in the supervisor's leaf); (7) the tenant (run_as_tenant:
 // dies by SIGHUP with us), the watcher.
@@ -175,16 +176,18 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
         if (tenant.limits != nullptr && !apply_rlimits(*tenant.limits))                                        // 4
             fail_start(fail(Exit::internal, "cannot set the tenant's limits"));
         // The connection channel (a waiting jail's) as fd 3, the network
-        // channel (an isolated jail's) as the next: each first copied above
-        // both numbers (neither overwrites the other), then put in place.
+        // channel (an isolated jail's) and the session jail's report next:
+        // each first copied above all three numbers (none overwrites
+        // another), then put in place; everything above them closed.
         int net_fd = s.net.watchers_end;
         int conn_fd = s.conn.watchers_end;
-        if (kind.takes_stdio) {                                                                                // 5
+        int ready_fd = s.ready_fd;
+        {                                                                                                      // 5
             ::closelog();  // glibc's socket goes too, and is forgotten (else it would close a reused number)
             int place = 3;
-            for (int* fd : {&conn_fd, &net_fd})
-                if (*fd >= 0 && (*fd = ::fcntl(*fd, F_DUPFD, 5)) < 0) quit_silently();
-            for (int* fd : {&conn_fd, &net_fd}) {
+            for (int* fd : {&conn_fd, &net_fd, &ready_fd})
+                if (*fd >= 0 && (*fd = ::fcntl(*fd, F_DUPFD, 6)) < 0) quit_silently();
+            for (int* fd : {&conn_fd, &net_fd, &ready_fd}) {
                 if (*fd < 0) continue;
                 if (::dup2(*fd, place) != place) quit_silently();
                 *fd = place++;
@@ -201,7 +204,7 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
         }
         run_as_tenant(
             s.plan->creds, self, SIGHUP,                                                                       // 7
-            [&] { return watch_jail(WatchOrder{*s.plan, s.kind, s.ready_fd, net_fd, conn_fd, &jails}); },
+            [&] { return watch_jail(WatchOrder{*s.plan, s.kind, ready_fd, net_fd, conn_fd, &jails}); },
             [&](const Error& e) noexcept {
                 if (report_fd >= 0) write_report(report_fd, e);
             });

@@ -36,7 +36,7 @@ struct JailTraits {
     bool attaches;        // no client for a tmux that is gone (kNoServerStatus); stderr relayed escaped; status mapped
     bool reports_status;  // bwrap's --json-status-fd (kStatusFd): its own setup failure told from the command's
     bool own_session;     // bwrap in a session of its own; else a process group of its own
-    bool takes_stdio;     // a front's descriptors as 0, 1, 2; a session of its own; nothing else of the supervisor's
+    bool takes_stdio;     // a front's descriptors as 0, 1, 2; a session of its own
     bool waits;           // starts before its connection: bwrap runs the stub, which is handed the command
 };
 constexpr JailTraits traits_of(JailKind kind) {

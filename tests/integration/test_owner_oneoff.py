@@ -7,7 +7,7 @@ import os
 import pwd
 import re
 
-from conftest import CGROUP_PARENT, PROXY, REPO, STUB_TARGET, cgroup_missing, new_session, pids, prepared_oneoff_jails, \
+from conftest import CGROUP_PARENT, PROXY, REPO, RUNTIME_DIR, STUB_TARGET, cgroup_missing, new_session, pids, prepared_oneoff_jails, \
     proc_exe, proc_status, wait_until
 from ownerutil import ancestors, cmdline, ppid, supervisor_pid
 from ptyutil import PtyProcess, attach, shell_ready
@@ -346,3 +346,61 @@ def test_a_live_tenant_matches_the_process_table(host, alice, terms):
             except OSError:
                 continue
             assert leaf == "jails", (pid, cmdline(pid), leaf)
+
+
+# ------------------------------------- what a later session jail inherits --
+
+def fd_targets(pid):
+    out = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            out[int(fd)] = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def endpoint_inode(tenant):
+    """The inode of the supervisor's listening socket (/proc/net/unix)."""
+    path = os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(tenant).pw_uid}.sock")
+    for line in open("/proc/net/unix").read().splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 8 and f[7] == path:
+            return f[6]
+    return None
+
+
+def test_a_session_jail_started_for_a_later_attach_holds_nothing_of_the_supervisor(host, alice, terms):
+    """A supervisor started for a one-off starts the session jail when the
+    first attach comes, from its event loop. That jail's watcher (the
+    tenant's, for the jail's whole life) holds its own descriptors only:
+    not the supervisor's endpoint, not the runtime directory, not the
+    attaching caller's terminal. Controls: the same probe finds the
+    endpoint and the runtime directory among the supervisor's descriptors,
+    and the caller's terminal among the front's."""
+    keeper, _ = keep_supervisor(host, alice, terms, "4351")
+    sup = supervisor_pid(alice)
+    s = new_session()
+    t = attach(host, alice, s, terms)
+    assert shell_ready(t), t.output()
+    started = lambda l: "session jail started by supervisor" in l
+    (line,) = [l for l in host.audit_lines(f"session={s}", until=started) if started(l)]
+    watcher = watcher_in(line)
+    assert proc_exe(watcher) == host.bin and proc_status(watcher, "Uid")[0] == str(pwd.getpwnam(alice).pw_uid)
+    inode = endpoint_inode(alice)
+    assert inode is not None
+    terminal = os.readlink(f"/proc/{t.proc.pid}/fd/0")
+    # The controls.
+    assert terminal.startswith("/dev/pts/"), terminal
+    assert f"socket:[{inode}]" in fd_targets(sup).values(), fd_targets(sup)
+    assert RUNTIME_DIR in fd_targets(sup).values(), fd_targets(sup)
+    held = fd_targets(watcher)
+    assert all(held.get(fd) == "/dev/null" for fd in (0, 1, 2)), held
+    assert f"socket:[{inode}]" not in held.values(), held
+    assert RUNTIME_DIR not in held.values(), held
+    assert not [v for v in held.values() if v.startswith("/dev/pts/") or v == terminal], held
+    # Its own: the report pipe and the watcher's own descriptors, a few.
+    assert len(held) <= 8, held
+    keeper.hangup()
+    t.hangup()
+    assert keeper.wait(10) is not None and t.wait(10) is not None
