@@ -34,10 +34,15 @@ constexpr int kHangupSeconds = 5;
 // How long a query counts against ask_supervisors' window (a query jail's
 // start and answer take about 50 ms on an idle 2-core host).
 constexpr int kQueryYoungMs = 500;
+// How long an attach or a one-off waits for room in a supervisor's backlog
+// (full while it takes no connections: kMaxConnections of its own, or it is
+// stopped); a blocking connect would wait for as long as that lasts.
+constexpr int kConnectMs = 5000;
 
 // `ending`: set when the endpoint is gone or refuses (its supervisor is ending).
-// `nonblocking`: a query's socket (a full backlog is EAGAIN, not a wait).
-Result<UniqueFd> connect_endpoint(const SupervisorRecord& rec, bool& ending, bool nonblocking = false) {
+// `query`: a query's socket (a full backlog is EAGAIN at once, and the
+// socket stays non-blocking); any other waits up to kConnectMs for room.
+Result<UniqueFd> connect_endpoint(const SupervisorRecord& rec, bool& ending, bool query = false) {
     const std::string runtime = CLIHOST_JAIL_RUNTIME_DIR;
     const UniqueFd dir(::open(runtime.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!dir.valid()) return fail(Exit::host, "cannot open the runtime directory " + runtime);
@@ -56,11 +61,28 @@ Result<UniqueFd> connect_endpoint(const SupervisorRecord& rec, bool& ending, boo
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof addr.sun_path) return fail(Exit::internal, "endpoint path too long");
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0));
+    // Non-blocking: a unix socket's connect to a full backlog is EAGAIN,
+    // never a wait without end.
+    UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!sock.valid()) return fail(Exit::internal, "socket failed");
-    if (::connect(sock.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-        ending = errno == ENOENT || errno == ECONNREFUSED;
-        return fail(Exit::host, std::string("cannot reach the supervisor: ") + std::strerror(errno));
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(query ? 0 : kConnectMs);
+    while (::connect(sock.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        const int err = errno;
+        if (err == EINTR) continue;
+        if (err == EAGAIN && std::chrono::steady_clock::now() < give_up) {
+            ::usleep(10000);
+            continue;
+        }
+        ending = err == ENOENT || err == ECONNREFUSED;
+        if (err == EAGAIN && !query)
+            return fail(Exit::host, "the supervisor " + std::to_string(rec.pid) + " of " + rec.tenant +
+                                        " took no connection within " + std::to_string(kConnectMs / 1000) + " s");
+        return fail(Exit::host, std::string("cannot reach the supervisor: ") + std::strerror(err));
+    }
+    if (!query) {
+        const int flags = ::fcntl(sock.get(), F_GETFL);
+        if (flags < 0 || ::fcntl(sock.get(), F_SETFL, flags & ~O_NONBLOCK) != 0)
+            return fail(Exit::internal, "fcntl failed on the supervisor's socket");
     }
     // The listener is the recorded supervisor: root, the record's pid, and
     // that pid is still the process the record names (start time, boot).

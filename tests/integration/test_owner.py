@@ -288,6 +288,47 @@ def test_a_flood_of_fronts_leaves_stop_working(host, alice, terms):
         s.close()
 
 
+def test_a_full_backlog_refuses_a_front_in_time_not_never(host, alice, terms):
+    """A supervisor that takes no connections (stopped here; or holding its
+    256): its backlog fills, and a front's connect would wait for room for as
+    long as that lasts. A front waits 5 s for room, then fails closed: its
+    line, exit 3, an audit line. Control: a connect made right before it finds
+    the backlog full (EAGAIN)."""
+    t = attach(host, alice, new_session(), terms)
+    assert shell_ready(t), t.output()
+    sup = supervisor_pid(alice)
+    os.kill(sup, signal.SIGSTOP)
+    flood = []
+    try:
+        for _ in range(40):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.setblocking(False)
+            flood.append(s)
+            try:
+                s.connect(endpoint(alice))
+            except BlockingIOError:
+                break  # the control: the backlog is full
+        else:
+            pytest.fail("the supervisor's backlog never filled")
+        s = new_session()
+        started = time.monotonic()
+        late = attach(host, alice, s, terms)
+        status = late.wait(20)
+        took = time.monotonic() - started
+        assert status == 3, (status, late.output())
+        assert 4.5 < took < 10, took
+        assert f"clihost-jail: the supervisor {sup} of {alice} took no connection within 5 s" in late.output(), \
+            late.output()
+        assert host.audit_lines(f"session={s}", until=lambda l: "took no connection" in l)
+    finally:
+        os.kill(sup, signal.SIGCONT)
+        for s in flood:
+            s.close()
+    # The supervisor serves again.
+    again = attach(host, alice, new_session(), terms)
+    assert shell_ready(again), again.output()
+
+
 # -------------------------------------------------------------- upgrade --
 
 def test_a_session_jail_of_the_previous_version_is_refused_by_name(host, alice, terms):
