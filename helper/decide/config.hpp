@@ -97,6 +97,9 @@ struct Policy {
     // [pam]
     std::string pam_service{"clihost-jail"};
     bool pam_session{true};
+    // Every key: a supervisor's start compares the policy its front read
+    // with the file as it is then (session.cpp).
+    bool operator==(const Policy&) const = default;
 };
 
 inline constexpr unsigned kMaxRefusalDelay = 300;

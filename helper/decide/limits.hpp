@@ -43,6 +43,7 @@ struct Limits {
     bool memory_explicit{false};
     bool tasks_explicit{false};
     bool cpu_explicit{false};
+    bool operator==(const Limits&) const = default;
 };
 
 // The values of the [limits] keys (the parser's, and unit tests').

@@ -185,9 +185,11 @@ Result<UniqueFd> RuntimeDir::lock_tenant(uid_t uid, int seconds) const {
     const std::string name = std::to_string(uid) + ".lock";
     UniqueFd fd(::openat(fd_.get(), name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.valid()) return fail(Exit::internal, "cannot open the tenant's lock: " + std::string(std::strerror(errno)));
-    // Polled, not blocking: a holder is always another clihost-jail with
-    // bounded waits of its own, but a bound here too keeps a proxy's
-    // request from hanging forever should that ever not hold.
+    // Polled, not blocking: a holder is always a process of the helper
+    // that is root through and through, in a session of its own (a
+    // starter, a supervisor until its record is written, stop's child:
+    // none a caller can stop), with bounded waits of its own; a bound here
+    // too keeps a request from hanging forever should that ever not hold.
     const auto deadline = std::time(nullptr) + seconds;
     while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK && errno != EINTR)

@@ -536,9 +536,13 @@ private:
                 return refuse(fail(Exit::refused, "an attach hands over a terminal"));
         }
         const bool attach = rq.kind == HandoverKind::attach;
-        // PAM's account check, for every connection (an expired tenant
-        // gets no terminal, also while its session jail runs: stop ends
-        // that), before anything starts for it.
+        // The tenant as the account database says now (a tenant removed
+        // from the tenant group gets no terminal, whatever its front
+        // checked before it was stopped), then PAM's account check, for
+        // every connection (an expired tenant gets no terminal, also while
+        // its session jail runs: stop ends that), before anything starts.
+        if (c_.check_tenant)
+            if (auto st = c_.check_tenant(); !st) return refuse(st.error());
         if (c_.check_account) {
             if (auto st = c_.check_account(rq.caller); !st) return refuse(st.error());
             if (attach) c_.dir.clear_refusals(uid());

@@ -46,6 +46,10 @@ struct OwnerContext {
     // are loaded already (the open session holds them): a fresh handle
     // costs about 0.3 ms here, against 4 to 5 ms in a front of its own.
     std::function<Status(const std::string& caller)> check_account;
+    // The tenant checked again for every connection, before PAM's check
+    // (validate_tenant, the account database as it is now): a front can be
+    // stopped after its own checks and continued at any later time.
+    std::function<Status()> check_tenant;
 };
 
 // How the loop ended, for the supervisor's last audit line.

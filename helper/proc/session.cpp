@@ -36,6 +36,8 @@
 #include "proc/net.hpp"
 #include "priv/pam_session.hpp"
 #include "decide/request.hpp"
+#include "host/accounts.hpp"
+#include "host/config_file.hpp"
 #include "proc/owner.hpp"
 #include "version.hpp"
 
@@ -46,6 +48,7 @@ constexpr int kMaxPending = 8;  // the endpoint's backlog (owner.cpp caps the pe
 constexpr int kLockSeconds = 30;
 constexpr int kStartSeconds = 20;
 constexpr int kStopSeconds = 10;
+constexpr int kStopFailed = 100;  // stop_as_root's exit status when it reported a failure
 
 // Waits until the process behind `pidfd` has exited (pidfds poll readable).
 bool wait_pidfd(int pidfd, int seconds) {
@@ -215,6 +218,19 @@ Result<SessionJail> start_session_jail(const SessionStart& s, const ValidRequest
     return up.error();
 }
 
+// What the front checked, checked again now, in a process the caller can
+// no longer delay: a front can be stopped (SIGSTOP) after its checks and
+// continued at any later time. The tenant still qualifies (validate_tenant,
+// the account database as it is now), with the same uid.
+Status tenant_still_valid(const SessionStart& s) {
+    const SystemAccountDb db;
+    auto again = validate_tenant(s.policy, s.tenant.account.name, db, inspect_home);
+    if (!again) return again.error();
+    if (again.value().account.uid != s.tenant.account.uid)
+        return fail(Exit::refused, "tenant " + s.tenant.account.name + " refused: its uid changed");
+    return ok_status();
+}
+
 // The supervisor: root, in a session of its own, the owner of every jail of
 // the tenant, holding the tenant's PAM session for as long as it owns a
 // jail. Started for an attach, it starts the session jail at once; for a
@@ -229,7 +245,7 @@ pid_t adoptive_parent(pid_t first_child) {
     return ::getppid();
 }
 
-int serve_session(const SessionStart& s, int report_fd, pid_t first_child) {
+int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t first_child) {
     auto& ctx = log::context();
     ctx.action = "session";
     ctx.session = "-";
@@ -239,9 +255,9 @@ int serve_session(const SessionStart& s, int report_fd, pid_t first_child) {
         write_report(report_fd, e);
         return static_cast<int>(e.code);
     };
-    // 1. A clean state: nothing of the caller.
-    if (auto st = clean_state(report_fd); !st) return failed(st.error());
-    report_fd = 3;
+    // 1. A clean state, the starter's: nothing of the caller. The tenant's
+    //    lock, ours until the record is written (then a second start finds
+    //    this supervisor, and `stop` can end it).
     //    Our parent is init; a subreaper above the caller, if any, takes
     //    us instead. It sees our end (SIGCHLD, wait) and can do nothing
     //    else to us (we are root through and through): said, not refused.
@@ -325,6 +341,7 @@ int serve_session(const SessionStart& s, int report_fd, pid_t first_child) {
         else up = ep.error();
     }
     if (up) up = dir.write(rec);
+    lock.reset();
     if (!up) {
         if (listener.valid()) (void)::unlinkat(dir.fd(), endpoint_name(t.uid).c_str(), 0);
         if (jail && jail.value().watcher > 0) {
@@ -347,7 +364,7 @@ int serve_session(const SessionStart& s, int report_fd, pid_t first_child) {
     //    did (setsid, double forks, stopped processes).
     OwnerContext oc{s, dir, pam_env, tenant_limits, place, net_creds, std::move(attach_netns),
                     [&] { return start_session_jail(s, serve.value(), pam_env, tenant_limits, place, net_creds); },
-                    nullptr};
+                    nullptr, [&] { return tenant_still_valid(s); }};
     if (pam)
         oc.check_account = [&](const std::string& caller) {
             return PamSession::check_account(s.policy.pam_service, t.name, caller);
@@ -376,21 +393,43 @@ int serve_session(const SessionStart& s, int report_fd, pid_t first_child) {
     return 0;
 }
 
-// The first fork's child: a new session, then the supervisor as its child,
-// so that the supervisor is no session leader (it can never acquire a
-// controlling terminal) and is nobody's child but init's (or a subreaper's).
-[[noreturn]] void start_supervisor(const SessionStart& s, int report_fd, int lock_fd) noexcept {
+// The starter: the first fork's child. Root through and through first
+// (clean_state: the caller can no longer signal, stop or trace it), in a
+// session of its own (no terminal's signal reaches it); only then the
+// tenant's lock, so that no process a caller can stop ever holds it. Under
+// the lock: a supervisor that started meanwhile is used; else the front's
+// policy and tenant are checked against the file and the account database
+// as they are now, and the supervisor is forked (it keeps the lock until
+// its record is written; it is nobody's child but init's, or a
+// subreaper's, and no session leader: it can never acquire a terminal).
+[[noreturn]] void start_supervisor(const SessionStart& s, int report_fd) noexcept {
     int code = static_cast<int>(Exit::internal);
     try {
-        // The tenant's lock stays with the starter, which releases it once
-        // the record is written.
-        ::close(lock_fd);
-        if (::setsid() >= 0) {
-            const pid_t self = ::getpid();
-            const pid_t pid = ::fork();
-            if (pid == 0) code = serve_session(s, report_fd, self);
-            else code = pid < 0 ? static_cast<int>(Exit::internal) : 0;
+        auto refuse = [&](const Error& e) {
+            log::audit(e.code == Exit::refused ? "deny" : "fail", "supervisor not started: " + e.message);
+            write_report(report_fd, e);
+            ::_exit(static_cast<int>(e.code));
+        };
+        if (auto st = clean_state(report_fd); !st) refuse(st.error());
+        report_fd = 3;
+        if (::setsid() < 0) refuse(fail(Exit::internal, "setsid failed"));
+        auto dir = RuntimeDir::open();
+        if (!dir) refuse(dir.error());
+        auto lock = dir.value().lock_tenant(s.tenant.account.uid, kLockSeconds);
+        if (!lock) refuse(lock.error());
+        if (auto r = dir.value().read(s.tenant.account.uid); r && record_is_live(*r)) {
+            write_report(report_fd, ok_status());
+            ::_exit(0);
         }
+        auto now = load_policy(s.config_path, s.config_explicit);
+        if (!now) refuse(now.error());
+        if (!(now.value().policy == s.policy))
+            refuse(fail(Exit::host, "the configuration changed while this request waited: connect again"));
+        if (auto st = tenant_still_valid(s); !st) refuse(st.error());
+        const pid_t self = ::getpid();
+        const pid_t pid = ::fork();
+        if (pid == 0) code = serve_session(s, report_fd, std::move(lock).value(), self);
+        else code = pid < 0 ? static_cast<int>(Exit::internal) : 0;
     } catch (...) {
         code = static_cast<int>(Exit::internal);
     }
@@ -403,22 +442,26 @@ Result<SupervisorRecord> ensure_session_jail(const SessionStart& s) {
     const uid_t uid = s.tenant.account.uid;
     auto dir = RuntimeDir::open();
     if (!dir) return dir.error();
-    auto lock = dir.value().lock_tenant(uid, kLockSeconds);
-    if (!lock) return lock.error();
+    // A live supervisor, without the lock: its record is replaced whole (a
+    // rename), and the handover verifies it again (connect_endpoint).
     if (auto r = dir.value().read(uid); r && record_is_live(*r)) return *r;
     int report[2];
     if (::pipe2(report, O_CLOEXEC) != 0) return fail(Exit::internal, "pipe failed");
     const pid_t first = ::fork();
-    if (first == 0) start_supervisor(s, report[1], lock.value().get());
+    if (first == 0) start_supervisor(s, report[1]);
     ::close(report[1]);
     if (first < 0) {
         ::close(report[0]);
         return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
     }
-    int ignored = 0;
-    while (::waitpid(first, &ignored, 0) < 0 && errno == EINTR) {}
-    const Status up = read_report(report[0], kStartSeconds + 5);
+    // The lock's wait, then the supervisor's start, each bounded.
+    const Status up = read_report(report[0], kLockSeconds + kStartSeconds + 5);
     ::close(report[0]);
+    // A starter that reported is root through and through and ends at once;
+    // one that did not may be stopped by the caller before that: not waited
+    // for (init reaps it once we are gone).
+    int ignored = 0;
+    while (::waitpid(first, &ignored, up ? 0 : WNOHANG) < 0 && errno == EINTR) {}
     if (!up) return up.error();
     auto r = dir.value().read(uid);
     if (!r || !record_is_live(*r)) return fail(Exit::internal, "the session jail started but is gone");
@@ -491,9 +534,8 @@ Result<Stopped> stop_supervisor(const RuntimeDir& dir, uid_t uid) {
     return what;
 }
 
-}  // namespace
-
-Result<Stopped> stop_session_jail(uid_t uid, const Limits& limits) {
+// The stop itself, under the tenant's lock, in stop_as_root's process.
+Result<Stopped> stop_locked(uid_t uid, const Limits& limits) {
     auto dir = RuntimeDir::open();
     if (!dir) return dir.error();
     auto lock = dir.value().lock_tenant(uid, kLockSeconds);
@@ -511,6 +553,48 @@ Result<Stopped> stop_session_jail(uid_t uid, const Limits& limits) {
         if (auto st = cg.remove(); !st) log::audit("warn", st.error().message);
     }
     return was_running.value();
+}
+
+// The stop's process: root through and through and in a session of its own
+// before it takes the tenant's lock, as the starter is (the caller can stop
+// its front at any step, never this). Reports on report_fd, then exits with
+// what it stopped (a Stopped).
+[[noreturn]] void stop_as_root(uid_t uid, const Limits& limits, int report_fd) noexcept {
+    int code = kStopFailed;
+    try {
+        Result<Stopped> stopped = fail(Exit::internal, "setsid failed");
+        if (auto st = clean_state(report_fd); !st) stopped = st.error();
+        else if (report_fd = 3; ::setsid() >= 0) stopped = stop_locked(uid, limits);
+        write_report(report_fd, stopped ? ok_status() : Status(stopped.error()));
+        if (stopped) code = static_cast<int>(stopped.value());
+    } catch (...) {
+        code = kStopFailed;
+    }
+    ::_exit(code);
+}
+
+}  // namespace
+
+Result<Stopped> stop_session_jail(uid_t uid, const Limits& limits) {
+    int report[2];
+    if (::pipe2(report, O_CLOEXEC) != 0) return fail(Exit::internal, "pipe failed");
+    const pid_t child = ::fork();
+    if (child == 0) stop_as_root(uid, limits, report[1]);
+    ::close(report[1]);
+    if (child < 0) {
+        ::close(report[0]);
+        return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
+    }
+    // The lock's wait, the supervisor's end (SIGKILL after kStopSeconds),
+    // then what is left in the jails: each bounded.
+    const Status up = read_report(report[0], kLockSeconds + kStopSeconds + 15, "the stop");
+    ::close(report[0]);
+    int st = 0;
+    while (::waitpid(child, &st, up ? 0 : WNOHANG) < 0 && errno == EINTR) {}
+    if (!up) return up.error();
+    if (!WIFEXITED(st) || WEXITSTATUS(st) > static_cast<int>(Stopped::supervisor_only))
+        return fail(Exit::internal, "the stop ended without saying what it stopped");
+    return static_cast<Stopped>(WEXITSTATUS(st));
 }
 
 }  // namespace clihost

@@ -29,6 +29,10 @@ struct SessionStart {
     // one-off: the supervisor then lives while it owns a jail, and its
     // first attach starts the session jail).
     bool session_jail{true};
+    // The configuration file the front read (explicit: CLIHOST_JAIL_CONFIG,
+    // root's), read again by the starter under the tenant's lock.
+    std::string config_path{};
+    bool config_explicit{false};
 };
 
 // The tenant's live supervisor, started first if there is none: under the

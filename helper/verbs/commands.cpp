@@ -288,7 +288,8 @@ int hand_to_supervisor(const Prepared& p, const StartState& start, const Account
     const bool attach = req.kind == HandoverKind::attach;
     if (auto st = hold_front_signals(); !st) return refuse(st.error());
     for (int attempt = 0;; ++attempt) {
-        auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name, attach});
+        auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name, attach,
+                                          p.loaded.path, start.config_override.has_value()});
         if (!jail) return refuse(jail.error());
         if (jail.value().version != kRecordVersion)
             return refuse(fail(Exit::host, "the session jail of " + p.tenant->account.name + " (supervisor " +
@@ -336,6 +337,7 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
     if (auto st = validate_request(policy, p.tenant->account, {JailAction::command, *cl.session, cl.command}, p.probe);
         !st)
         return refuse(st.error());
+    if (fault::fail("slow_handover")) ::sleep(2);  // tests: a window before the handover
     return hand_to_supervisor(p, start, db, handover_request(p, cl, start));
 }
 

@@ -89,6 +89,19 @@ TEST(Config, EveryKeyIsApplied) {
     EXPECT_EQ(parse_config("[jail]\nnetwork = isolated\n").value().network, NetworkMode::isolated);
 }
 
+// A supervisor's starter compares the policy its front read with the file
+// as it is then (session.cpp:start_supervisor): the same text is the same
+// policy, and one key changed, in any section, is another.
+TEST(Config, APolicyEqualsOnlyTheSameSettings) {
+    const std::string base = "[tenants]\ngroup = t\n[jail]\ntmpfs_size = 64M\n[limits]\ntasks_max = 100\n";
+    EXPECT_TRUE(parse_config(base).value() == parse_config(base).value());
+    for (const char* changed : {"[tenants]\ngroup = u\n[jail]\ntmpfs_size = 64M\n[limits]\ntasks_max = 100\n",
+                                "[tenants]\ngroup = t\n[jail]\ntmpfs_size = 32M\n[limits]\ntasks_max = 100\n",
+                                "[tenants]\ngroup = t\n[jail]\ntmpfs_size = 64M\n[limits]\ntasks_max = 101\n",
+                                "[tenants]\ngroup = t\n[jail]\ntmpfs_size = 64M\nsetenv = A=b\n[limits]\ntasks_max = 100\n"})
+        EXPECT_FALSE(parse_config(base).value() == parse_config(changed).value()) << changed;
+}
+
 struct BadConfig {
     const char* name;
     const char* text;

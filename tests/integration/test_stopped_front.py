@@ -1,0 +1,165 @@
+"""A caller can stop its front (SIGSTOP) at any step, and continue it at
+any later time (THREATS.md, "The caller"). Nothing the front checked or
+held may outlast that:
+
+- the tenant's lock is only ever held by a process root through and
+  through (the starter, then the supervisor until its record is written;
+  `stop`'s own child): a stopped front holds none, and root's `stop` works;
+- what the front checked is checked again where it is acted on, by a
+  process the caller cannot delay: a supervisor's start checks the tenant
+  and the configuration file again under the lock, and every connection's
+  handshake checks the tenant again.
+
+A front held after its checks is the fault build's `slow_handover` (2 s
+between its checks and its handover), run by root as the tests run it."""
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import PAM_TARGET, PROXY, TENANT_GROUP, install_faults_bin, new_session, pids, sh, wait_until
+from ownerutil import supervisor_pid
+from ptyutil import PtyProcess, attach, shell_ready
+
+SLOW = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "slow_handover"}
+
+
+@pytest.fixture
+def slow_pam_session():
+    """The test PAM service with a 2 s pam_exec at the end of its session
+    stack: a supervisor's start takes that long, a window to act in."""
+    saved = PAM_TARGET + ".ctj-saved"
+    shutil.copy(PAM_TARGET, saved)
+    try:
+        with open(PAM_TARGET, "a") as f:
+            f.write("session required pam_exec.so quiet /bin/sleep 2\n")
+        yield
+    finally:
+        os.replace(saved, PAM_TARGET)
+
+
+@pytest.fixture
+def regroup(alice):
+    """Takes alice out of the tenant group on call; puts her back after."""
+    removed = []
+
+    def remove():
+        sh("gpasswd", "-d", alice, TENANT_GROUP)
+        removed.append(True)
+    yield remove
+    if removed:
+        sh("gpasswd", "-a", alice, TENANT_GROUP)
+
+
+def sleeping_pam_exec():
+    """The pam_exec `sleep 2` of a supervisor's start, if one runs."""
+    for p in pids(uid=0, live=True):
+        try:
+            argv = open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [b"/bin/sleep", b"2"]:
+            return p
+    return None
+
+
+def test_a_front_stopped_during_a_start_holds_no_lock_and_stop_works(host, alice, terms, slow_pam_session):
+    """The caller stops its front while the supervisor it started opens the
+    PAM session (2 s). Root's `stop` then takes the tenant's lock within the
+    start's time and ends the supervisor: exit 0, nothing of the tenant
+    left. Controls: the caller's SIGSTOP of its front succeeds (the front
+    is the caller's to stop), and its signal to the supervisor is refused
+    (EPERM: the lock's holder is not)."""
+    t = attach(host, alice, new_session(), terms)
+    assert wait_until(sleeping_pam_exec, 10), t.output()
+    r = host.run_as(PROXY, ["kill", "-STOP", str(t.proc.pid)])
+    assert r.returncode == 0, r  # the control: the caller stops its front
+    try:
+        assert wait_until(lambda: open(f"/proc/{t.proc.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "T", 5)
+        assert wait_until(lambda: supervisor_pid(alice), 10)
+        sup = supervisor_pid(alice)
+        r = host.run_as(PROXY, ["kill", "-0", str(sup)])
+        assert r.returncode != 0 and "Operation not permitted" in r.stderr, r
+        started = time.monotonic()
+        r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+        took = time.monotonic() - started
+        assert r.returncode == 0 and "session jail stopped" in r.stdout, r
+        assert took < 15, took
+        assert host.wait_gone(alice, 10), host.processes_of(alice)
+    finally:
+        os.kill(t.proc.pid, signal.SIGCONT)
+    assert t.wait(30) is not None
+
+
+def test_a_front_held_after_its_checks_gets_no_jail_once_its_tenant_is_removed(host, alice, terms, regroup):
+    """Reconnect: the tenant's supervisor runs. A front passes its checks,
+    is held, and alice leaves the tenant group meanwhile: the supervisor's
+    handshake checks her again and refuses (exit 1, the reason, an audit
+    line); nothing starts. Controls: the same held front attaches while
+    she stays a tenant; a new front, once she has left, is refused by its
+    own checks for the same reason."""
+    faults = install_faults_bin(host)
+    first = attach(host, alice, new_session(), terms)
+    assert shell_ready(first), first.output()
+    sup = supervisor_pid(alice)
+    # The control: held, still a tenant, it attaches.
+    s = new_session()
+    held = attach_as_root(faults, alice, s, terms)
+    assert shell_ready(held, timeout=20), held.output()
+    held.hangup()
+    assert held.wait(10) is not None
+    # Held, and alice leaves the group while it waits.
+    s = new_session()
+    held = attach_as_root(faults, alice, s, terms)
+    time.sleep(0.5)
+    regroup()
+    assert held.wait(15) == 1, held.output()
+    assert f"not a member of {TENANT_GROUP}" in held.output(), held.output()
+    assert not host.has_tmux_session(alice, s)
+    assert supervisor_pid(alice) == sup
+    refused = [l for l in host.audit_lines(f"session={s}", until=lambda l: "deny" in l) if "deny" in l]
+    assert any(f"[{sup}]" in l and "not a member" in l for l in refused), refused
+    # The control: a new front is refused by its own checks.
+    r = host.run_as(PROXY, [host.bin, "run", "--user", alice, "--session", new_session(), "--", "/bin/true"])
+    assert r.returncode == 1 and f"not a member of {TENANT_GROUP}" in r.stderr, r
+
+
+def attach_as_root(faults, tenant, session, terms):
+    t = PtyProcess([faults, "run", "--user", tenant, "--session", session], env=SLOW)
+    terms.append(t)
+    return t
+
+
+@pytest.mark.parametrize("change", ["tenant", "config"])
+def test_a_front_held_after_its_checks_starts_no_supervisor_on_what_changed(host, alice, terms, regroup, change):
+    """First connection: no supervisor runs. A front passes its checks and is
+    held; meanwhile alice leaves the tenant group, or the configuration file
+    changes. The starter checks both again under the tenant's lock: no
+    supervisor starts (no PAM session, no record), exit 1 or 3 with the
+    reason. Control: held while nothing changes, it starts one."""
+    faults = install_faults_bin(host)
+    config = host.config_variant({"jail": "tmpfs_size = 64M"})
+    env = dict(SLOW, CLIHOST_JAIL_CONFIG=config)
+    argv = [faults, "run", "--user", alice, "--session", new_session(), "--", "/bin/true"]
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r  # the control
+    assert wait_until(lambda: supervisor_pid(alice) is None, 10)
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    if change == "tenant":
+        regroup()
+    else:
+        text = open(config).read().replace("tmpfs_size = 64M", "tmpfs_size = 32M")
+        with open(config, "w") as f:
+            f.write(text)
+    out, err = p.communicate(timeout=60)
+    if change == "tenant":
+        assert p.returncode == 1 and f"not a member of {TENANT_GROUP}" in err, (p.returncode, err)
+    else:
+        assert p.returncode == 3, (p.returncode, err)
+        assert "clihost-jail: the configuration changed while this request waited: connect again" in err, err
+    assert supervisor_pid(alice) is None
+    assert not host.processes_of(alice), host.processes_of(alice)
