@@ -258,14 +258,6 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     // 1. A clean state, the starter's: nothing of the caller. The tenant's
     //    lock, ours until the record is written (then a second start finds
     //    this supervisor, and `stop` can end it).
-    //    Our parent is init; a subreaper above the caller, if any, takes
-    //    us instead. It sees our end (SIGCHLD, wait) and can do nothing
-    //    else to us (we are root through and through): said, not refused.
-    if (const pid_t parent = adoptive_parent(first_child); parent != 1) {
-        std::string why("the supervisor's parent is pid ");
-        why.append(std::to_string(parent)).append(", a subreaper above its caller, not init: it sees only its end");
-        log::audit("warn", why);
-    }
     auto opened_dir = RuntimeDir::open();
     if (!opened_dir) return failed(opened_dir.error());
     const RuntimeDir& dir = opened_dir.value();
@@ -349,6 +341,15 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
             (void)supervise(jail.value().watcher);
         }
         return failed(up.error());
+    }
+    //    Our parent is init (the starter has long ended by now); a
+    //    subreaper above the caller, if any, takes us instead. It sees our
+    //    end (SIGCHLD, wait) and can do nothing else to us (we are root
+    //    through and through): said, not refused.
+    if (const pid_t parent = adoptive_parent(first_child); parent != 1) {
+        std::string why("the supervisor's parent is pid ");
+        why.append(std::to_string(parent)).append(", a subreaper above its caller, not init: it sees only its end");
+        log::audit("warn", why);
     }
     const SessionJail& sj = jail.value();
     log::audit("allow", (s.session_jail ? "session jail started, supervisor " + std::to_string(rec.pid) + ", " + sj.about
