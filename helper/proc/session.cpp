@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -39,6 +40,7 @@
 #include "host/accounts.hpp"
 #include "host/config_file.hpp"
 #include "proc/owner.hpp"
+#include "proc/scheduling.hpp"
 #include "version.hpp"
 
 namespace clihost {
@@ -48,6 +50,7 @@ constexpr int kMaxPending = 8;  // the endpoint's backlog (owner.cpp caps the pe
 constexpr int kLockSeconds = 30;
 constexpr int kStartSeconds = 20;
 constexpr int kStopSeconds = 10;
+constexpr int kStartBoundSeconds = 60;  // a supervisor's start, to its record (each step has its own, shorter)
 constexpr int kStopFailed = 100;  // stop_as_root's exit status when it reported a failure
 
 // Waits until the process behind `pidfd` has exited (pidfds poll readable).
@@ -101,7 +104,7 @@ Rlimits baseline_rlimits() {
 // A clean process: root through and through (real, effective, saved ids 0,
 // no supplementary groups: the caller that started it can no longer signal
 // it), nothing of the caller's (fds, env, cwd, umask, signal dispositions,
-// limits, keyring). KEYCTL_JOIN_SESSION_KEYRING with no name: a fresh,
+// limits, scheduling, keyring). KEYCTL_JOIN_SESSION_KEYRING with no name: a fresh,
 // anonymous session keyring, whatever pam_keyinit (optional) does later.
 Status clean_state(int keep_fd) {
     if (::setresgid(0, 0, 0) != 0 || ::setgroups(0, nullptr) != 0 || ::setresuid(0, 0, 0) != 0)
@@ -137,6 +140,11 @@ Status clean_state(int keep_fd) {
     sigemptyset(&none);
     if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
     if (!apply_rlimits(baseline_rlimits())) return fail(Exit::internal, "cannot set the supervisor's limits");
+    // The caller's nice value, policy, affinity, I/O priority, timer slack
+    // and oom_score_adj: the defaults, PID 1's CPUs (a host that gives root
+    // no CAP_SYS_NICE keeps what it cannot reset: said).
+    for (const auto& left : reset_scheduling())
+        log::audit("warn", "the caller's " + left + " could not be reset");
     // ENOSYS: a kernel without keyrings. EPERM: a seccomp filter denies
     // keyctl (Docker's default profile); filters are inherited and cannot
     // be lifted, so it denies every process started from here too, and no
@@ -231,6 +239,37 @@ Status tenant_still_valid(const SessionStart& s) {
     return ok_status();
 }
 
+// The start's bound: past it, SIGALRM's handler says so on the start-up
+// report (fd 3, the supervisor's until the record is written) and ends
+// the process; its lock goes with it. Only write and _exit in the handler.
+char g_bound_line[128];
+std::size_t g_bound_len = 0;
+
+void start_bound_hit(int) {
+    (void)!::write(3, g_bound_line, g_bound_len);
+    ::_exit(static_cast<int>(Exit::host));
+}
+
+Status bound_the_start(int seconds) {
+    const int n = std::snprintf(g_bound_line, sizeof g_bound_line,
+                                "fail 3 the supervisor's start did not end within %d s\n", seconds);
+    if (n <= 0 || static_cast<std::size_t>(n) >= sizeof g_bound_line)
+        return fail(Exit::internal, "cannot bound the start");
+    g_bound_len = static_cast<std::size_t>(n);
+    struct sigaction sa {};
+    sa.sa_handler = start_bound_hit;
+    if (::sigaction(SIGALRM, &sa, nullptr) != 0) return fail(Exit::internal, "cannot bound the start");
+    ::alarm(static_cast<unsigned>(seconds));
+    return ok_status();
+}
+
+void end_the_bound() {
+    ::alarm(0);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    (void)::sigaction(SIGALRM, &dfl, nullptr);
+}
+
 // The supervisor: root, in a session of its own, the owner of every jail of
 // the tenant, holding the tenant's PAM session for as long as it owns a
 // jail. Started for an attach, it starts the session jail at once; for a
@@ -257,7 +296,11 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     };
     // 1. A clean state, the starter's: nothing of the caller. The tenant's
     //    lock, ours until the record is written (then a second start finds
-    //    this supervisor, and `stop` can end it).
+    //    this supervisor, and `stop` can end it). The start has a bound of
+    //    its own (SIGALRM): a PAM module that hangs must not keep the
+    //    lock, and every start and stop of the tenant with it, for ever.
+    if (auto st = bound_the_start(fault::fail("short_start_bound") ? 3 : kStartBoundSeconds); !st)  // tests: 3 s
+        return failed(st.error());
     auto opened_dir = RuntimeDir::open();
     if (!opened_dir) return failed(opened_dir.error());
     const RuntimeDir& dir = opened_dir.value();
@@ -333,15 +376,16 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
         else up = ep.error();
     }
     if (up) up = dir.write(rec);
-    lock.reset();
     if (!up) {
         if (listener.valid()) (void)::unlinkat(dir.fd(), endpoint_name(t.uid).c_str(), 0);
         if (jail && jail.value().watcher > 0) {
             ::kill(jail.value().watcher, SIGKILL);
             (void)supervise(jail.value().watcher);
         }
-        return failed(up.error());
+        return failed(up.error());  // the lock goes with this process, once its jail is gone
     }
+    lock.reset();
+    end_the_bound();
     //    Our parent is init (the starter has long ended by now); a
     //    subreaper above the caller, if any, takes us instead. It sees our
     //    end (SIGCHLD, wait) and can do nothing else to us (we are root
@@ -429,8 +473,8 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
         if (auto st = tenant_still_valid(s); !st) refuse(st.error());
         const pid_t self = ::getpid();
         const pid_t pid = ::fork();
-        if (pid == 0) code = serve_session(s, report_fd, std::move(lock).value(), self);
-        else code = pid < 0 ? static_cast<int>(Exit::internal) : 0;
+        if (pid < 0) refuse(fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno)));
+        code = pid == 0 ? serve_session(s, report_fd, std::move(lock).value(), self) : 0;
     } catch (...) {
         code = static_cast<int>(Exit::internal);
     }
@@ -566,6 +610,8 @@ Result<Stopped> stop_locked(uid_t uid, const Limits& limits) {
         Result<Stopped> stopped = fail(Exit::internal, "setsid failed");
         if (auto st = clean_state(report_fd); !st) stopped = st.error();
         else if (report_fd = 3; ::setsid() >= 0) stopped = stop_locked(uid, limits);
+        // The audit line is this process's: the front may be gone by now.
+        if (stopped) log::audit("allow", stopped_text(stopped.value()));
         write_report(report_fd, stopped ? ok_status() : Status(stopped.error()));
         if (stopped) code = static_cast<int>(stopped.value());
     } catch (...) {
@@ -575,6 +621,12 @@ Result<Stopped> stop_locked(uid_t uid, const Limits& limits) {
 }
 
 }  // namespace
+
+std::string stopped_text(Stopped what) {
+    return what == Stopped::session_jail      ? "session jail stopped"
+           : what == Stopped::supervisor_only ? "supervisor stopped (no session jail)"
+                                              : "no session jail was running";
+}
 
 Result<Stopped> stop_session_jail(uid_t uid, const Limits& limits) {
     int report[2];
@@ -588,7 +640,7 @@ Result<Stopped> stop_session_jail(uid_t uid, const Limits& limits) {
     }
     // The lock's wait, the supervisor's end (SIGKILL after kStopSeconds),
     // then what is left in the jails: each bounded.
-    const Status up = read_report(report[0], kLockSeconds + kStopSeconds + 15, "the stop");
+    const Status up = read_report(report[0], kLockSeconds + kStopSeconds + 15, "the stop", "end");
     ::close(report[0]);
     int st = 0;
     while (::waitpid(child, &st, up ? 0 : WNOHANG) < 0 && errno == EINTR) {}

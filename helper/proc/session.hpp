@@ -68,5 +68,7 @@ enum class Stopped { none, session_jail, supervisor_only };
 // waits until it is gone (SIGTERM, then SIGKILL after a grace period), then
 // kills whatever is left in the tenant's jails cgroup and removes the cgroup.
 Result<Stopped> stop_session_jail(uid_t uid, const Limits& limits);
+// What `stop` says of it (its audit line, its output).
+std::string stopped_text(Stopped what);
 
 }  // namespace clihost

@@ -85,9 +85,10 @@ ReadUntil read_until(int fd, char stop, std::size_t max, int seconds) {
     return got;
 }
 
-Status read_report(int fd, int seconds, const std::string& what) {
+Status read_report(int fd, int seconds, const std::string& what, const char* verb) {
     const auto got = read_until(fd, '\n', 2048, seconds);
-    if (got.timed_out) return fail(Exit::host, what + " did not start within " + std::to_string(seconds) + " s");
+    if (got.timed_out)
+        return fail(Exit::host, what + " did not " + verb + " within " + std::to_string(seconds) + " s");
     const std::string& line = got.text;
     if (line.rfind("ok\n", 0) == 0) return ok_status();
     if (line.rfind("fail ", 0) == 0 && line.size() > 7) {

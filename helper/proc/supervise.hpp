@@ -41,7 +41,7 @@ void kill_remaining_children();
 // "fail CODE MESSAGE". read_report waits at most `seconds`; a pipe closed
 // without a line is a failure.
 void write_report(int fd, const Status& st);
-Status read_report(int fd, int seconds, const std::string& what = "the session jail");
+Status read_report(int fd, int seconds, const std::string& what = "the session jail", const char* verb = "start");
 
 // Reads fd until `stop` has been read, `max` bytes, end of file, or `seconds`
 // have passed (then timed_out): a start-up report, bwrap's --info-fd JSON.

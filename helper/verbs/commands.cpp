@@ -383,11 +383,8 @@ int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
     if (!uid) return refuse(uid.error());
     auto stopped = stop_session_jail(uid.value(), p.policy().limits);
     if (!stopped) return refuse(stopped.error());
-    const std::string what = stopped.value() == Stopped::session_jail      ? "session jail stopped"
-                             : stopped.value() == Stopped::supervisor_only ? "supervisor stopped (no session jail)"
-                                                                           : "no session jail was running";
-    log::audit("allow", what);
-    std::printf("%s: %s\n", cl.user->c_str(), what.c_str());
+    // Its audit line is stop's own child's (session.cpp:stop_as_root).
+    std::printf("%s: %s\n", cl.user->c_str(), stopped_text(stopped.value()).c_str());
     return std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
 }
 

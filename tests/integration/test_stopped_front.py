@@ -13,6 +13,7 @@ held may outlast that:
 A front held after its checks is the fault build's `slow_handover` (2 s
 between its checks and its handover), run by root as the tests run it."""
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -20,7 +21,8 @@ import time
 
 import pytest
 
-from conftest import PAM_TARGET, PROXY, TENANT_GROUP, install_faults_bin, new_session, pids, sh, wait_until
+from conftest import PAM_TARGET, PROXY, RUNTIME_DIR, TENANT_GROUP, install_faults_bin, new_session, pids, sh, \
+    wait_until
 from ownerutil import supervisor_pid
 from ptyutil import PtyProcess, attach, shell_ready
 
@@ -162,4 +164,119 @@ def test_a_front_held_after_its_checks_starts_no_supervisor_on_what_changed(host
         assert p.returncode == 3, (p.returncode, err)
         assert "clihost-jail: the configuration changed while this request waited: connect again" in err, err
     assert supervisor_pid(alice) is None
+    assert not host.processes_of(alice), host.processes_of(alice)
+
+
+# The caller's wrapper: sets its scheduling, says what it reads back (the
+# control), then execs the front with the rest of its arguments.
+SCHEDULED_CALLER = """
+import ctypes, os, sys
+os.nice(19)
+os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+os.sched_setaffinity(0, {0})
+with open("/proc/self/oom_score_adj", "w") as f:
+    f.write("1000")
+assert ctypes.CDLL(None).prctl(29, ctypes.c_ulong(3000000000), 0, 0, 0) == 0  # PR_SET_TIMERSLACK
+print("CALLER", os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), sorted(os.sched_getaffinity(0)),
+      open("/proc/self/oom_score_adj").read().strip(), open("/proc/self/timerslack_ns").read().strip(), flush=True)
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+
+# The one-off's command: its own scheduling, as the jail gives it.
+REPORT = ("read -r stat </proc/self/stat; set -- ${stat##*) }; "
+          "echo JAIL nice=${17} policy=${39} cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) "
+          "oom=$(cat /proc/self/oom_score_adj) slack=$(cat /proc/self/timerslack_ns); exec sleep 4362")
+
+
+def scheduling_of(pid):
+    """nice, policy, CPUs allowed, oom_score_adj, timer slack of a process."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    cpus = [l.split(":", 1)[1].strip() for l in open(f"/proc/{pid}/status") if l.startswith("Cpus_allowed_list:")][0]
+    return (int(fields[16]), int(fields[38]), cpus, open(f"/proc/{pid}/oom_score_adj").read().strip(),
+            open(f"/proc/{pid}/timerslack_ns").read().strip())
+
+
+def test_the_callers_scheduling_reaches_neither_the_supervisor_nor_its_jails(host, alice, terms):
+    """A caller's front runs at nice 19, SCHED_IDLE, on CPU 0 only, with a 3 s
+    timer slack and oom_score_adj 1000. The supervisor it starts (which
+    serves every later caller, and held the tenant's lock meanwhile) and
+    the one-off jail's command run with nice 0 (not PID 1's, -10 on some
+    machines), PID 1's CPUs, SCHED_OTHER, the kernel's default timer slack
+    and oom_score_adj 0.
+    Control: the caller's wrapper reads back what it set, just before it
+    execs the front."""
+    assert supervisor_pid(alice) is None
+    pid1 = scheduling_of(1)
+    want = (0, 0, pid1[2], "0", "50000")
+    t = PtyProcess(["/usr/bin/python3", "-c", SCHEDULED_CALLER, host.bin, "run", "--user", alice, "--session",
+                    new_session(), "--", "/bin/sh", "-c", REPORT], user=PROXY)
+    terms.append(t)
+    assert t.wait_for("JAIL nice=", 20), t.output()
+    assert "CALLER 19 5 [0] 1000 3000000000" in t.output(), t.output()  # the control
+    assert wait_until(lambda: "slack=" in t.output(), 5), t.output()
+    line = [l for l in t.output().splitlines() if l.startswith("JAIL ")][0].split()
+    got = dict(kv.split("=", 1) for kv in line[1:])
+    assert (int(got["nice"]), int(got["policy"]), got["cpus"], got["oom"], got["slack"]) == want, (got, want)
+    assert scheduling_of(supervisor_pid(alice)) == want
+    t.hangup()
+    assert t.wait(10) is not None
+
+
+@pytest.fixture
+def hanging_pam_session():
+    """The test PAM service with a pam_exec that never returns (10 min) at
+    the end of its session stack."""
+    saved = PAM_TARGET + ".ctj-saved"
+    shutil.copy(PAM_TARGET, saved)
+    try:
+        with open(PAM_TARGET, "a") as f:
+            f.write("session required pam_exec.so quiet /bin/sleep 600\n")
+        yield
+    finally:
+        os.replace(saved, PAM_TARGET)
+        for p in pids(uid=0, live=True):
+            try:
+                if open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")[:2] == [b"/bin/sleep", b"600"]:
+                    os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def lock_holders(tenant):
+    """The pids /proc/locks names for a flock on the tenant's lock file."""
+    try:
+        ino = os.stat(os.path.join(RUNTIME_DIR, f"{pwd.getpwnam(tenant).pw_uid}.lock")).st_ino
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in open("/proc/locks"):
+        f = line.split()
+        if len(f) >= 6 and f[1] == "FLOCK" and f[5].split(":")[-1] == str(ino):
+            out.append(int(f[4]))
+    return out
+
+
+def test_a_start_that_hangs_ends_at_its_bound_and_frees_the_lock(host, alice, hanging_pam_session):
+    """A PAM module that never returns while a supervisor starts: the start
+    ends at its bound (60 s; the fault build's `short_start_bound`, 3 s),
+    the front fails closed with the reason (exit 3), nothing of the tenant
+    is left, and the tenant's lock is free: `stop` answers at once. Control:
+    while PAM hangs, the lock is held."""
+    faults = install_faults_bin(host)
+    env = {"PATH": "/usr/bin:/bin", "CLIHOST_JAIL_FAULT": "short_start_bound"}
+    started = time.monotonic()
+    p = subprocess.Popen([faults, "run", "--user", alice, "--session", new_session(), "--", "/bin/true"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert wait_until(lambda: lock_holders(alice), 2.5)  # the control
+    _, err = p.communicate(timeout=30)
+    took = time.monotonic() - started
+    assert p.returncode == 3, (p.returncode, err)
+    assert "clihost-jail: the supervisor's start did not end within 3 s" in err, err
+    assert took < 8, took
+    assert not lock_holders(alice)
+    assert supervisor_pid(alice) is None
+    started = time.monotonic()
+    r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+    assert r.returncode == 0 and "no session jail was running" in r.stdout, r
+    assert time.monotonic() - started < 5
     assert not host.processes_of(alice), host.processes_of(alice)

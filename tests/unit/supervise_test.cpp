@@ -87,4 +87,8 @@ TEST(ReadReport, OkFailAndSilence) {
         Pipe p;
         EXPECT_TRUE(refused_with(read_report(p.r.get(), 1), Exit::host, "did not start within 1 s"));
     }
+    {
+        Pipe p;  // stop's report: what it waits for is an end
+        EXPECT_TRUE(refused_with(read_report(p.r.get(), 1, "the stop", "end"), Exit::host, "the stop did not end within 1 s"));
+    }
 }
