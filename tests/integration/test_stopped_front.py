@@ -280,3 +280,55 @@ def test_a_start_that_hangs_ends_at_its_bound_and_frees_the_lock(host, alice, ha
     assert r.returncode == 0 and "no session jail was running" in r.stdout, r
     assert time.monotonic() - started < 5
     assert not host.processes_of(alice), host.processes_of(alice)
+
+
+FREEZER = "/sys/fs/cgroup/freezer"
+
+
+@pytest.fixture
+def callers_freezer():
+    """A v1 freezer cgroup handed to the caller (its directory and files
+    chowned to it), as a host that delegates cgroups would; removed after."""
+    if not os.path.exists(os.path.join(FREEZER, "tasks")):
+        pytest.skip(f"this host has no v1 freezer hierarchy at {FREEZER}")
+    path = os.path.join(FREEZER, f"ctj-caller-{os.getpid()}")
+    os.mkdir(path)
+    pw = pwd.getpwnam(PROXY)
+    for f in ["", "cgroup.procs", "tasks", "freezer.state"]:
+        os.chown(os.path.join(path, f), pw.pw_uid, pw.pw_gid)
+    yield path
+    with open(os.path.join(path, "freezer.state"), "w") as f:
+        f.write("THAWED")
+    wait_until(lambda: not open(os.path.join(path, "cgroup.procs")).read().strip(), 30)
+    os.rmdir(path)
+
+
+def test_known_limitation_a_caller_freezing_its_own_cgroup_holds_the_lock(host, alice, terms, slow_pam_session,
+                                                                           callers_freezer):
+    """SECURITY.md, "Known limitations": the lock holders are root through and
+    through, but still in the caller's cgroup, and a freeze asks for no uid.
+    The caller runs `stop` from a freezer cgroup it owns and freezes it while
+    stop's child holds the tenant's lock (the supervisor's PAM close takes
+    2 s): root's own `stop` then fails on the lock (exit 4) until the caller
+    thaws it. This test shows the limitation as it stands; when it is fixed,
+    root's `stop` must succeed here instead."""
+    t = attach(host, alice, new_session(), terms)
+    assert shell_ready(t), t.output()
+    procs = os.path.join(callers_freezer, "cgroup.procs")
+    script = f"echo $$ > {procs} && exec {host.bin} stop --user {alice}"
+    frozen_stop = subprocess.Popen(["setpriv", f"--reuid={PROXY}", f"--regid={PROXY}", "--init-groups", "/bin/sh", "-c",
+                                    script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    holders = lambda: [p for p in lock_holders(alice) if str(p) in open(procs).read().split()]
+    assert wait_until(holders, 5), (lock_holders(alice), open(procs).read())
+    r = host.run_as(PROXY, ["/bin/sh", "-c", f"echo FROZEN > {callers_freezer}/freezer.state"])
+    assert r.returncode == 0, r  # the caller may freeze what it owns
+    try:
+        assert wait_until(lambda: open(f"{callers_freezer}/freezer.state").read().strip() == "FROZEN", 5)
+        r = subprocess.run([host.bin, "stop", "--user", alice], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 4, r
+        assert "timed out waiting for another clihost-jail on this tenant" in r.stderr, r
+    finally:
+        with open(f"{callers_freezer}/freezer.state", "w") as f:
+            f.write("THAWED")
+    out, err = frozen_stop.communicate(timeout=30)
+    assert frozen_stop.returncode == 0 and "session jail stopped" in out, (frozen_stop.returncode, out, err)
