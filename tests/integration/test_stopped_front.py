@@ -12,6 +12,7 @@ held may outlast that:
 
 A front held after its checks is the fault build's `slow_handover` (2 s
 between its checks and its handover), run by root as the tests run it."""
+import contextlib
 import os
 import pwd
 import shutil
@@ -29,18 +30,30 @@ from ptyutil import PtyProcess, attach, shell_ready
 SLOW = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "slow_handover"}
 
 
-@pytest.fixture
-def slow_pam_session():
-    """The test PAM service with a 2 s pam_exec at the end of its session
-    stack: a supervisor's start takes that long, a window to act in."""
+@contextlib.contextmanager
+def pam_session_sleeping(seconds):
+    """The test PAM service with a pam_exec of `sleep SECONDS` at the end of
+    its session stack (open and close); put back after, and any such sleep
+    still running (its supervisor ended under it) killed."""
     saved = PAM_TARGET + ".ctj-saved"
     shutil.copy(PAM_TARGET, saved)
     try:
         with open(PAM_TARGET, "a") as f:
-            f.write("session required pam_exec.so quiet /bin/sleep 2\n")
+            f.write(f"session required pam_exec.so quiet /bin/sleep {seconds}\n")
         yield
     finally:
         os.replace(saved, PAM_TARGET)
+        for p in pids(uid=0, live=True):
+            with contextlib.suppress(OSError):
+                if open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")[:2] == [b"/bin/sleep", str(seconds).encode()]:
+                    os.kill(p, signal.SIGKILL)
+
+
+@pytest.fixture
+def slow_pam_session():
+    """A supervisor's start (and its end) takes 2 s: a window to act in."""
+    with pam_session_sleeping(2):
+        yield
 
 
 @pytest.fixture
@@ -224,22 +237,9 @@ def test_the_callers_scheduling_reaches_neither_the_supervisor_nor_its_jails(hos
 
 @pytest.fixture
 def hanging_pam_session():
-    """The test PAM service with a pam_exec that never returns (10 min) at
-    the end of its session stack."""
-    saved = PAM_TARGET + ".ctj-saved"
-    shutil.copy(PAM_TARGET, saved)
-    try:
-        with open(PAM_TARGET, "a") as f:
-            f.write("session required pam_exec.so quiet /bin/sleep 600\n")
+    """A PAM module that never returns (10 min) while a session opens."""
+    with pam_session_sleeping(600):
         yield
-    finally:
-        os.replace(saved, PAM_TARGET)
-        for p in pids(uid=0, live=True):
-            try:
-                if open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")[:2] == [b"/bin/sleep", b"600"]:
-                    os.kill(p, signal.SIGKILL)
-            except OSError:
-                pass
 
 
 def lock_holders(tenant):
