@@ -97,4 +97,12 @@ Result<Tenant> validate_tenant(const Policy& policy, const std::string& name, co
     return Tenant{a, groups};
 }
 
+Status tenant_unchanged(const Policy& policy, const Tenant& tenant, const AccountDb& db, const HomeInspector& inspect) {
+    auto again = validate_tenant(policy, tenant.account.name, db, inspect);
+    if (!again) return again.error();
+    if (again.value().account.uid != tenant.account.uid)
+        return fail(Exit::refused, "tenant " + tenant.account.name + " refused: its uid changed");
+    return ok_status();
+}
+
 }  // namespace clihost

@@ -90,4 +90,9 @@ inline TenantCreds creds_of(const Tenant& tenant) { return {tenant.account.uid, 
 Result<Tenant> validate_tenant(const Policy& policy, const std::string& name, const AccountDb& db,
                                const HomeInspector& inspect);
 
+// A tenant validated earlier, checked again as the database says now
+// (validate_tenant), and still the same uid: what a front checked, checked
+// again where it is acted on (a front can be stopped in between).
+Status tenant_unchanged(const Policy& policy, const Tenant& tenant, const AccountDb& db, const HomeInspector& inspect);
+
 }  // namespace clihost

@@ -226,17 +226,10 @@ Result<SessionJail> start_session_jail(const SessionStart& s, const ValidRequest
     return up.error();
 }
 
-// What the front checked, checked again now, in a process the caller can
-// no longer delay: a front can be stopped (SIGSTOP) after its checks and
-// continued at any later time. The tenant still qualifies (validate_tenant,
-// the account database as it is now), with the same uid.
+// The front's tenant, checked again now in a process the caller can no
+// longer delay (tenant_unchanged, the host's account database).
 Status tenant_still_valid(const SessionStart& s) {
-    const SystemAccountDb db;
-    auto again = validate_tenant(s.policy, s.tenant.account.name, db, inspect_home);
-    if (!again) return again.error();
-    if (again.value().account.uid != s.tenant.account.uid)
-        return fail(Exit::refused, "tenant " + s.tenant.account.name + " refused: its uid changed");
-    return ok_status();
+    return tenant_unchanged(s.policy, s.tenant, SystemAccountDb{}, inspect_home);
 }
 
 // The start's bound: past it, SIGALRM's handler says so on the start-up

@@ -241,17 +241,6 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
     return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
 }
 
-// A second attempt's tenant is the one prepare() found, looked up again.
-// (PAM's account check is the supervisor's, for every connection:
-// owner.hpp, OwnerContext::check_account.)
-Status tenant_unchanged(const Prepared& p, const AccountDb& db) {
-    auto again = validate_tenant(p.policy(), p.tenant->account.name, db, inspect_home);
-    if (!again) return again.error();
-    if (again.value().account.uid != p.tenant->account.uid)
-        return fail(Exit::refused, "tenant " + p.tenant->account.name + " refused: its uid changed");
-    return ok_status();
-}
-
 // The request a front hands over: what to start, and who asks (for the
 // supervisor's audit lines). Only well-formed extra_env candidates travel.
 HandoverRequest handover_request(const Prepared& p, const CommandLine& cl, const StartState& start) {
@@ -312,7 +301,10 @@ int hand_to_supervisor(const Prepared& p, const StartState& start, const Account
         const bool ended = session_jail_ended(jail.value(), 5000);
         log::audit("warn", std::string("the session jail ended as this connection arrived; attaching to a new one") +
                                (ended ? "" : " (its supervisor runs on: one-off jails keep it)"));
-        if (auto st = tenant_unchanged(p, db); !st) return refuse(st.error());
+        // A second attempt's tenant is the one prepare() found, looked up
+        // again (PAM's account check is the supervisor's, for every
+        // connection: owner.hpp, OwnerContext::check_account).
+        if (auto st = tenant_unchanged(p.policy(), *p.tenant, db, inspect_home); !st) return refuse(st.error());
     }
 }
 

@@ -199,3 +199,20 @@ TEST(Tenant, UidRangeComesFromPolicy) {
     EXPECT_TRUE(refused_with(validate_tenant(p, "bob", db, well_kept(db)), Exit::refused,
                              "tenant bob refused: uid 1002 outside 1000..1001"));
 }
+
+// What a front checked, checked again where it is acted on: the same tenant
+// passes; one that has left the tenant group, or whose name now has another
+// uid, is refused with its reason.
+TEST(Tenant, UnchangedIsCheckedAgainstTheDatabaseAsItIsNow) {
+    auto db = typical_host();
+    const Tenant alice = validate_tenant(Policy{}, "alice", db, well_kept(db)).value();
+    EXPECT_TRUE(tenant_unchanged(Policy{}, alice, db, well_kept(db)).ok());
+    auto left = typical_host();
+    left.add_user({"alice", 1001, 1001, "/home/alice", "/bin/bash"}, {50});
+    EXPECT_TRUE(refused_with(tenant_unchanged(Policy{}, alice, left, well_kept(left)), Exit::refused,
+                             "tenant alice refused: not a member of clihost-tenants"));
+    auto renumbered = typical_host();
+    renumbered.add_user({"alice", 1009, 1009, "/home/alice", "/bin/bash"}, {2000});
+    EXPECT_TRUE(refused_with(tenant_unchanged(Policy{}, alice, renumbered, well_kept(renumbered)), Exit::refused,
+                             "tenant alice refused: its uid changed"));
+}
