@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -244,8 +245,9 @@ void start_bound_hit(int) {
 }
 
 Status bound_the_start(int seconds) {
-    const int n = std::snprintf(g_bound_line, sizeof g_bound_line,
-                                "fail 3 the supervisor's start did not end within %d s\n", seconds);
+    const int n = std::snprintf(g_bound_line, sizeof g_bound_line,  // write_report's line, made ahead
+                                "fail %d the supervisor's start did not end within %d s\n",
+                                static_cast<int>(Exit::host), seconds);
     if (n <= 0 || static_cast<std::size_t>(n) >= sizeof g_bound_line)
         return fail(Exit::internal, "cannot bound the start");
     g_bound_len = static_cast<std::size_t>(n);
@@ -431,47 +433,79 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     return 0;
 }
 
-// The starter: the first fork's child. Root through and through first
-// (clean_state: the caller can no longer signal, stop or trace it), in a
-// session of its own (no terminal's signal reaches it); only then the
-// tenant's lock, so that no process a caller can stop ever holds it. Under
-// the lock: a supervisor that started meanwhile is used; else the front's
-// policy and tenant are checked against the file and the account database
-// as they are now, and the supervisor is forked (it keeps the lock until
-// its record is written; it is nobody's child but init's, or a
-// subreaper's, and no session leader: it can never acquire a terminal).
-[[noreturn]] void start_supervisor(const SessionStart& s, int report_fd) noexcept {
-    int code = static_cast<int>(Exit::internal);
-    try {
-        auto refuse = [&](const Error& e) {
-            log::audit(e.code == Exit::refused ? "deny" : "fail", "supervisor not started: " + e.message);
-            write_report(report_fd, e);
-            ::_exit(static_cast<int>(e.code));
-        };
-        if (auto st = clean_state(report_fd); !st) refuse(st.error());
-        report_fd = 3;
-        if (::setsid() < 0) refuse(fail(Exit::internal, "setsid failed"));
-        auto dir = RuntimeDir::open();
-        if (!dir) refuse(dir.error());
-        auto lock = dir.value().lock_tenant(s.tenant.account.uid, kLockSeconds);
-        if (!lock) refuse(lock.error());
-        if (auto r = dir.value().read(s.tenant.account.uid); r && record_is_live(*r)) {
-            write_report(report_fd, ok_status());
-            ::_exit(0);
-        }
-        auto now = load_policy(s.config_path, s.config_explicit);
-        if (!now) refuse(now.error());
-        if (!(now.value().policy == s.policy))
-            refuse(fail(Exit::host, "the configuration changed while this request waited: connect again"));
-        if (auto st = tenant_still_valid(s); !st) refuse(st.error());
-        const pid_t self = ::getpid();
-        const pid_t pid = ::fork();
-        if (pid < 0) refuse(fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno)));
-        code = pid == 0 ? serve_session(s, report_fd, std::move(lock).value(), self) : 0;
-    } catch (...) {
-        code = static_cast<int>(Exit::internal);
+// A child of the front that may take the tenant's lock (the starter,
+// stop's): root through and through (clean_state: the caller can no longer
+// signal, stop or trace it) and in a session of its own (no terminal's
+// signal reaches it) before `body` runs, so that no process a caller can
+// stop ever holds the lock. `body` reports on `report_fd` (3) and exits.
+// The front waits `seconds` for the report; a child that reported is root
+// and ends at once, and its wait status is returned; one that did not may
+// have been stopped by the caller before it became root: not waited for
+// (init reaps it once the front is gone).
+Result<int> run_root_child(int seconds, const std::string& what, const char* verb,
+                           const std::function<void(int report_fd)>& body) {
+    int report[2];
+    if (::pipe2(report, O_CLOEXEC) != 0) return fail(Exit::internal, "pipe failed");
+    const pid_t child = ::fork();
+    if (child == 0) {
+        [&]() noexcept {
+            try {
+                if (auto st = clean_state(report[1]); !st) {
+                    write_report(report[1], st.error());
+                    ::_exit(static_cast<int>(st.error().code));
+                }
+                if (::setsid() < 0) {
+                    write_report(3, fail(Exit::internal, "setsid failed"));
+                    ::_exit(static_cast<int>(Exit::internal));
+                }
+                body(3);
+            } catch (...) {
+            }
+        }();
+        ::_exit(static_cast<int>(Exit::internal));
     }
-    ::_exit(code);
+    ::close(report[1]);
+    if (child < 0) {
+        ::close(report[0]);
+        return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
+    }
+    const Status up = read_report(report[0], seconds, what, verb);
+    ::close(report[0]);
+    int status = 0;
+    while (::waitpid(child, &status, up ? 0 : WNOHANG) < 0 && errno == EINTR) {}
+    if (!up) return up.error();
+    return status;
+}
+
+// The starter's body (run_root_child): the tenant's lock; under it, a
+// supervisor that started meanwhile is used; else the front's policy and
+// tenant are checked against the file and the account database as they are
+// now, and the supervisor is forked (it keeps the lock until its record is
+// written; it is nobody's child but init's, or a subreaper's, and no
+// session leader: it can never acquire a terminal).
+[[noreturn]] void start_supervisor(const SessionStart& s, int report_fd) {
+    auto refuse = [&](const Error& e) {
+        log::audit(e.code == Exit::refused ? "deny" : "fail", "supervisor not started: " + e.message);
+        write_report(report_fd, e);
+        ::_exit(static_cast<int>(e.code));
+    };
+    auto dir = RuntimeDir::open();
+    if (!dir) refuse(dir.error());
+    auto lock = dir.value().lock_tenant(s.tenant.account.uid, kLockSeconds);
+    if (!lock) refuse(lock.error());
+    if (auto r = dir.value().read(s.tenant.account.uid); r && record_is_live(*r)) {
+        write_report(report_fd, ok_status());
+        ::_exit(0);
+    }
+    auto now = load_policy(s.config_path, s.config_explicit);
+    if (!now) refuse(now.error());
+    if (!(now.value().policy == s.policy))
+        refuse(fail(Exit::host, "the configuration changed while this request waited: connect again"));
+    if (auto st = tenant_still_valid(s); !st) refuse(st.error());
+    const pid_t self = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) refuse(fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno)));
+    ::_exit(pid == 0 ? serve_session(s, report_fd, std::move(lock).value(), self) : 0);
 }
 
 }  // namespace
@@ -483,24 +517,10 @@ Result<SupervisorRecord> ensure_session_jail(const SessionStart& s) {
     // A live supervisor, without the lock: its record is replaced whole (a
     // rename), and the handover verifies it again (connect_endpoint).
     if (auto r = dir.value().read(uid); r && record_is_live(*r)) return *r;
-    int report[2];
-    if (::pipe2(report, O_CLOEXEC) != 0) return fail(Exit::internal, "pipe failed");
-    const pid_t first = ::fork();
-    if (first == 0) start_supervisor(s, report[1]);
-    ::close(report[1]);
-    if (first < 0) {
-        ::close(report[0]);
-        return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
-    }
     // The lock's wait, then the supervisor's start, each bounded.
-    const Status up = read_report(report[0], kLockSeconds + kStartSeconds + 5);
-    ::close(report[0]);
-    // A starter that reported is root through and through and ends at once;
-    // one that did not may be stopped by the caller before that: not waited
-    // for (init reaps it once we are gone).
-    int ignored = 0;
-    while (::waitpid(first, &ignored, up ? 0 : WNOHANG) < 0 && errno == EINTR) {}
-    if (!up) return up.error();
+    auto started = run_root_child(kLockSeconds + kStartSeconds + 5, "the session jail", "start",
+                                  [&](int report_fd) { start_supervisor(s, report_fd); });
+    if (!started) return started.error();
     auto r = dir.value().read(uid);
     if (!r || !record_is_live(*r)) return fail(Exit::internal, "the session jail started but is gone");
     return *r;
@@ -593,24 +613,15 @@ Result<Stopped> stop_locked(uid_t uid, const Limits& limits) {
     return was_running.value();
 }
 
-// The stop's process: root through and through and in a session of its own
-// before it takes the tenant's lock, as the starter is (the caller can stop
-// its front at any step, never this). Reports on report_fd, then exits with
-// what it stopped (a Stopped).
-[[noreturn]] void stop_as_root(uid_t uid, const Limits& limits, int report_fd) noexcept {
-    int code = kStopFailed;
-    try {
-        Result<Stopped> stopped = fail(Exit::internal, "setsid failed");
-        if (auto st = clean_state(report_fd); !st) stopped = st.error();
-        else if (report_fd = 3; ::setsid() >= 0) stopped = stop_locked(uid, limits);
-        // The audit line is this process's: the front may be gone by now.
-        if (stopped) log::audit("allow", stopped_text(stopped.value()));
-        write_report(report_fd, stopped ? ok_status() : Status(stopped.error()));
-        if (stopped) code = static_cast<int>(stopped.value());
-    } catch (...) {
-        code = kStopFailed;
-    }
-    ::_exit(code);
+// The stop's body (run_root_child, as the starter's: the caller can stop
+// its front at any step, never this). Reports, then exits with what it
+// stopped (a Stopped).
+[[noreturn]] void stop_as_root(uid_t uid, const Limits& limits, int report_fd) {
+    const Result<Stopped> stopped = stop_locked(uid, limits);
+    // The audit line is this process's: the front may be gone by now.
+    if (stopped) log::audit("allow", stopped_text(stopped.value()));
+    write_report(report_fd, stopped ? ok_status() : Status(stopped.error()));
+    ::_exit(stopped ? static_cast<int>(stopped.value()) : kStopFailed);
 }
 
 }  // namespace
@@ -622,22 +633,12 @@ std::string stopped_text(Stopped what) {
 }
 
 Result<Stopped> stop_session_jail(uid_t uid, const Limits& limits) {
-    int report[2];
-    if (::pipe2(report, O_CLOEXEC) != 0) return fail(Exit::internal, "pipe failed");
-    const pid_t child = ::fork();
-    if (child == 0) stop_as_root(uid, limits, report[1]);
-    ::close(report[1]);
-    if (child < 0) {
-        ::close(report[0]);
-        return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
-    }
     // The lock's wait, the supervisor's end (SIGKILL after kStopSeconds),
     // then what is left in the jails: each bounded.
-    const Status up = read_report(report[0], kLockSeconds + kStopSeconds + 15, "the stop", "end");
-    ::close(report[0]);
-    int st = 0;
-    while (::waitpid(child, &st, up ? 0 : WNOHANG) < 0 && errno == EINTR) {}
-    if (!up) return up.error();
+    auto ended = run_root_child(kLockSeconds + kStopSeconds + 15, "the stop", "end",
+                                [&](int report_fd) { stop_as_root(uid, limits, report_fd); });
+    if (!ended) return ended.error();
+    const int st = ended.value();
     if (!WIFEXITED(st) || WEXITSTATUS(st) > static_cast<int>(Stopped::supervisor_only))
         return fail(Exit::internal, "the stop ended without saying what it stopped");
     return static_cast<Stopped>(WEXITSTATUS(st));
