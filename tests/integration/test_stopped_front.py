@@ -24,7 +24,7 @@ import pytest
 
 from conftest import PAM_TARGET, PROXY, RUNTIME_DIR, TENANT_GROUP, install_faults_bin, new_session, pids, sh, \
     wait_until
-from ownerutil import supervisor_pid
+from ownerutil import cmdline, supervisor_pid
 from ptyutil import PtyProcess, attach, shell_ready
 
 SLOW = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "slow_handover"}
@@ -43,10 +43,14 @@ def pam_session_sleeping(seconds):
         yield
     finally:
         os.replace(saved, PAM_TARGET)
-        for p in pids(uid=0, live=True):
+        for p in root_sleeps(seconds):
             with contextlib.suppress(OSError):
-                if open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")[:2] == [b"/bin/sleep", str(seconds).encode()]:
-                    os.kill(p, signal.SIGKILL)
+                os.kill(p, signal.SIGKILL)
+
+
+def root_sleeps(seconds):
+    """root's `/bin/sleep SECONDS` processes: pam_exec's, here."""
+    return [p for p in pids(uid=0, live=True) if cmdline(p)[:2] == [b"/bin/sleep", str(seconds).encode()]]
 
 
 @pytest.fixture
@@ -69,16 +73,6 @@ def regroup(alice):
         sh("gpasswd", "-a", alice, TENANT_GROUP)
 
 
-def sleeping_pam_exec():
-    """The pam_exec `sleep 2` of a supervisor's start, if one runs."""
-    for p in pids(uid=0, live=True):
-        try:
-            argv = open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")
-        except OSError:
-            continue
-        if argv[:2] == [b"/bin/sleep", b"2"]:
-            return p
-    return None
 
 
 def test_a_front_stopped_during_a_start_holds_no_lock_and_stop_works(host, alice, terms, slow_pam_session):
@@ -89,7 +83,7 @@ def test_a_front_stopped_during_a_start_holds_no_lock_and_stop_works(host, alice
     is the caller's to stop), and its signal to the supervisor is refused
     (EPERM: the lock's holder is not)."""
     t = attach(host, alice, new_session(), terms)
-    assert wait_until(sleeping_pam_exec, 10), t.output()
+    assert wait_until(lambda: root_sleeps(2), 10), t.output()  # the supervisor opens PAM
     r = host.run_as(PROXY, ["kill", "-STOP", str(t.proc.pid)])
     assert r.returncode == 0, r  # the control: the caller stops its front
     try:
