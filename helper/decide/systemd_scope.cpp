@@ -17,6 +17,23 @@ std::string slice_cgroup(const std::string& slice) {
 
 std::string tenant_scope_cgroup(uid_t uid) { return slice_cgroup(kTenantSlice) + "/" + tenant_scope_name(uid); }
 
+std::string holder_scope_name(pid_t pid) { return "clihost-jail-hold-" + std::to_string(pid) + ".scope"; }
+
+std::string holder_scope_cgroup(pid_t pid) { return slice_cgroup(kTenantSlice) + "/" + holder_scope_name(pid); }
+
+std::vector<UnitProperty> holder_scope_properties(pid_t pid, uid_t uid) {
+    using T = UnitProperty::Type;
+    return {
+        {"Description", T::string, "clihost-jail: a start or stop of tenant " + std::to_string(uid), 0},
+        {"PIDs", T::pids, "", static_cast<std::uint64_t>(pid)},
+        {"Slice", T::string, kTenantSlice, 0},
+        {"CollectMode", T::string, "inactive-or-failed", 0},
+        {"MemoryAccounting", T::boolean, "", 1},
+        {"TasksAccounting", T::boolean, "", 1},
+        {"CPUAccounting", T::boolean, "", 1},
+    };
+}
+
 std::uint64_t scope_tasks_max(const ResolvedLimits& r) {
     return r.tasks_max ? *r.tasks_max + kSupervisorTasks : kUnitInfinity;
 }

@@ -50,6 +50,14 @@ std::string slice_cgroup(const std::string& slice);
 // it without the leading '/':
 // "clihost.slice/clihost-jail.slice/clihost-jail-1001.scope".
 std::string tenant_scope_cgroup(uid_t uid);
+// A lock holder's own scope (the starter, stop's child; host/placement.hpp):
+// "clihost-jail-hold-PID.scope", in the same slice, and its cgroup.
+std::string holder_scope_name(pid_t pid);
+std::string holder_scope_cgroup(pid_t pid);
+// Its properties: PIDs=[pid], Slice, CollectMode, and accounting (memory,
+// tasks, CPU), so that on v1 systemd realizes it, and moves the process,
+// in those controllers' hierarchies too; no delegation, no limit.
+std::vector<UnitProperty> holder_scope_properties(pid_t pid, uid_t uid);
 // StartTransientUnit's properties: PIDs=[pid], Slice, Delegate, CollectMode
 // (a failed scope, say after an OOM kill, is collected too: the name is free
 // for the next start), accounting, TasksMax, MemoryMax, CPUWeight.

@@ -145,7 +145,15 @@ CgroupHost detect_cgroups(const std::string& root, bool verify_fs) {
         const std::string dir = root + "/" + c;
         if (exists(dir + "/cgroup.procs") && (!verify_fs || is_fs(dir, kCgroupMagic))) h.hierarchies.push_back({c, dir});
     }
-    if (h.hierarchies.empty()) h.why_not = "no cgroup file system at " + root;
+    if (h.hierarchies.empty()) {
+        h.why_not = "no cgroup file system at " + root;
+        return h;
+    }
+    // A hybrid host's cgroup2: no controller, but every process is in one of
+    // its cgroups (the caller's, until moved), which cgroup.freeze holds still.
+    const std::string unified = root + "/unified";
+    if (exists(unified + "/cgroup.procs") && (!verify_fs || is_fs(unified, kCgroup2Magic)))
+        h.hierarchies.push_back({"", unified});
     return h;
 }
 
@@ -161,8 +169,7 @@ std::uint64_t available_memory(const CgroupHost& host, const std::string& parent
     while (true) {
         if (auto n = read_number(dir + "/" + file); n && *n < avail) avail = *n;
         if (pos > parent.size()) break;
-        auto slash = parent.find('/', pos);
-        if (slash == std::string::npos) slash = parent.size();
+        const auto slash = std::min(parent.find('/', pos), parent.size());
         // Appended piece by piece: "/" + substr trips GCC 12's -O3 -Wrestrict
         // false positive (the Release -Werror build).
         dir.append(1, '/').append(parent, pos, slash - pos);
@@ -190,8 +197,7 @@ Result<TenantCgroup> TenantCgroup::setup_at(const CgroupHost& host, const Limits
         Status made = ok_status();
         std::size_t pos = 0;
         while (made && pos <= rel.size()) {
-            auto slash = rel.find('/', pos);
-            if (slash == std::string::npos) slash = rel.size();
+            const auto slash = std::min(rel.find('/', pos), rel.size());
             // v2: each level hands the controllers down to the next.
             if (host.version == CgroupVersion::v2) hand_down_controllers(dir);
             dir.append(1, '/').append(rel, pos, slash - pos);  // not "/" + substr: as in available_memory
@@ -377,9 +383,17 @@ Result<std::vector<UniqueFd>> JailPlacement::apply() const {
     return jails;
 }
 
-Status enter_new_leaf(const std::string& dir) {
-    if (auto st = make_dir(dir); !st) return st;
-    return write_file(dir + "/cgroup.procs", std::to_string(::getpid()));
+Status make_cgroup(const std::string& mount, const std::string& rel) {
+    std::string dir = mount;
+    for (std::size_t pos = 0; pos <= rel.size();) {
+        const auto slash = std::min(rel.find('/', pos), rel.size());
+        dir.append(1, '/').append(rel, pos, slash - pos);  // not "/" + substr: as in available_memory
+        pos = slash + 1;
+        if (auto st = make_dir(dir); !st) return st;
+    }
+    return ok_status();
 }
+
+Status enter_cgroup(const std::string& dir) { return write_file(dir + "/cgroup.procs", std::to_string(::getpid())); }
 
 }  // namespace clihost

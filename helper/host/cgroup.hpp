@@ -26,7 +26,7 @@ namespace clihost {
 inline constexpr std::array<std::string_view, 3> kLimitedControllers{"memory", "pids", "cpu"};
 
 struct CgroupHierarchy {
-    std::string controller;  // v1: memory, pids, cpu, freezer; v2: ""
+    std::string controller;  // v1: memory, pids, cpu, freezer, "" (a hybrid's cgroup2); v2: ""
     std::string mount;       // its directory, e.g. /sys/fs/cgroup/memory
 };
 
@@ -38,7 +38,9 @@ struct CgroupHost {
 
 // The cgroup file systems under `root` (/sys/fs/cgroup): v2 if it is a
 // cgroup2 mount with cgroup.controllers, else each v1 controller's
-// hierarchy. `verify_fs` checks the file system type (statfs); only the
+// hierarchy, and a hybrid host's cgroup2 at ROOT/unified (no controller:
+// the tenant's nodes are made there too, so that none of its processes
+// stays in a cgroup of the caller's, which could freeze it). `verify_fs` checks the file system type (statfs); only the
 // unit tests, on a directory tree of the kernel's layout, pass false.
 CgroupHost detect_cgroups(const std::string& root, bool verify_fs);
 
@@ -126,7 +128,10 @@ struct JailPlacement {
     Result<std::vector<UniqueFd>> apply() const;
 };
 
-// Makes DIR (a cgroup, root's) and moves this process into it.
-Status enter_new_leaf(const std::string& dir);
+// Makes MOUNT/REL: each of REL's components a cgroup of root's, made where
+// absent (one that is not a directory of root's: refused).
+Status make_cgroup(const std::string& mount, const std::string& rel);
+// Moves this process into the cgroup DIR.
+Status enter_cgroup(const std::string& dir);
 
 }  // namespace clihost

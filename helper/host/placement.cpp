@@ -3,6 +3,7 @@
 #include "host/placement.hpp"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +28,22 @@ std::optional<std::string> live_scope(const CgroupHost& host, uid_t uid) {
     for (const auto& h : host.hierarchies)
         if (::stat((h.mount + "/" + rel + "/jails").c_str(), &st) == 0) return rel;
     return std::nullopt;
+}
+
+// v1, after systemd started a scope with this process at REL: waits until
+// systemd has moved it there in each managed controller's hierarchy that
+// has REL (the ones it realized the scope in). It moves a scope's process
+// into its own hierarchy first and into each controller's after that.
+Status wait_realized(const CgroupHost& host, const std::string& rel, const std::string& who) {
+    if (host.version != CgroupVersion::v1) return ok_status();
+    for (const auto& h : host.hierarchies) {
+        struct stat st{};
+        const bool managed = std::find(kLimitedControllers.begin(), kLimitedControllers.end(), h.controller) !=
+                             kLimitedControllers.end();
+        if (managed && ::stat((h.mount + "/" + rel).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+            if (auto moved = wait_moved(h.controller, "/" + rel, who); !moved) return moved.error();
+    }
+    return ok_status();
 }
 
 }  // namespace
@@ -60,24 +77,20 @@ Result<TenantCgroup> place_supervisor(const Limits& limits, uid_t uid) {
     const std::string rel = tenant_scope_cgroup(uid);
     const auto resolved =
         resolve_limits(limits, available_memory(host, slice_cgroup(kTenantSlice), meminfo.value()));
-    if (auto st = enter_tenant_scope(uid, scope_properties(resolved, ::getpid(), uid)); !st) return st.error();
-    // v1: systemd moves this process into the scope in its own hierarchy
-    // first, then in each controller's it realized the scope in (a
-    // delegated scope with limits: memory, pids, cpu). The leaves go in
-    // after that move, or it would take this process out of its leaf.
-    if (host.version == CgroupVersion::v1)
-        for (const auto& h : host.hierarchies) {
-            struct stat st{};
-            const bool managed = std::find(kLimitedControllers.begin(), kLimitedControllers.end(), h.controller) !=
-                                 kLimitedControllers.end();
-            if (managed && ::stat((h.mount + "/" + rel).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-                if (auto moved = wait_moved(h.controller, "/" + rel); !moved) return moved.error();
-        }
+    if (auto st = enter_scope(tenant_scope_name(uid), rel, scope_properties(resolved, ::getpid(), uid),
+                              "the tenant's scope", "the supervisor");
+        !st)
+        return st.error();
+    // v1: the leaves go in after systemd's moves (a delegated scope with
+    // limits: memory, pids, cpu), or a move would take this process out of
+    // its leaf.
+    if (auto st = wait_realized(host, rel, "the supervisor"); !st) return st.error();
     if (host.version == CgroupVersion::v2 && !host.hierarchies.empty()) {
         // v2: no process in an inner node, and the scope hands its
         // controllers down only once it is empty; this process first.
-        const std::string scope = host.hierarchies.front().mount + "/" + rel;
-        if (auto st = enter_new_leaf(scope + "/supervisor"); !st) return st.error();
+        const std::string leaf = rel + "/supervisor";
+        if (auto st = make_cgroup(host.hierarchies.front().mount, leaf); !st) return st.error();
+        if (auto st = enter_cgroup(host.hierarchies.front().mount + "/" + leaf); !st) return st.error();
     }
     auto cg = TenantCgroup::setup_at(host, limits, rel, meminfo.value());
     if (!cg) return cg.error();
@@ -85,6 +98,34 @@ Result<TenantCgroup> place_supervisor(const Limits& limits, uid_t uid) {
                                                           cg.value().capability().why_not);
     if (auto st = cg.value().enter_supervisor(); !st) return st.error();
     return cg;
+}
+
+Status place_lock_holder(const Limits& limits, uid_t uid) {
+    const CgroupHost host = detect_cgroups("/sys/fs/cgroup", true);
+    std::vector<CgroupHierarchy> ours = host.hierarchies;
+    if (systemd_booted()) {
+        const pid_t self = ::getpid();
+        const std::string rel = holder_scope_cgroup(self);
+        if (auto st = enter_scope(holder_scope_name(self), rel, holder_scope_properties(self, uid),
+                                  "the lock holder's scope", "the lock holder");
+            !st)
+            return st;
+        if (auto st = wait_realized(host, rel, "the lock holder"); !st) return st;
+        std::erase_if(ours, [](const CgroupHierarchy& h) { return h.controller != "freezer"; });
+    }
+    // The lock holders' leaf beside the tenants' nodes. Where it cannot be
+    // made, no tenant's cgroup can be either, and the holder stays where it
+    // is, as the tenant's processes will (the start warns that its limits
+    // are not enforced there, or refuses an explicit one); a hierarchy
+    // read-only here is such a one (nobody here can freeze in it either).
+    const std::string rel = limits.cgroup_parent + "/helper";
+    for (const auto& h : ours) {
+        struct statvfs fs{};
+        if (::statvfs(h.mount.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0) continue;
+        if (!make_cgroup(h.mount, rel)) continue;
+        if (auto st = enter_cgroup(h.mount + "/" + rel); !st) return st;
+    }
+    return ok_status();
 }
 
 }  // namespace clihost

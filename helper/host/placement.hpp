@@ -25,4 +25,16 @@ TenantCgroup open_tenant_cgroup(const Limits& limits, uid_t uid);
 // scope systemd refuses, fails (exit 3).
 Result<TenantCgroup> place_supervisor(const Limits& limits, uid_t uid);
 
+// A lock holder's cgroups (the starter, stop's child: session.cpp's
+// run_root_child), taken before it locks tenant `uid`: root's in every
+// hierarchy (a v1 freezer, v1 memory's oom_kill_disable and any cgroup2's
+// cgroup.freeze can hold a process still), never the caller's, which a
+// caller that owns it could freeze. Where
+// systemd is PID 1, a transient scope of its own in clihost-jail.slice
+// (systemd moves it, in its hierarchy and the controllers it realizes),
+// then PARENT/helper in a v1 freezer, which systemd leaves alone;
+// elsewhere PARENT/helper in each. A supervisor the starter forks starts
+// there. Exit::host, one line.
+Status place_lock_holder(const Limits& limits, uid_t uid);
+
 }  // namespace clihost

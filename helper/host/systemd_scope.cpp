@@ -192,7 +192,8 @@ bool systemd_booted() {
     return ::lstat("/run/systemd/system", &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-Status enter_tenant_scope(uid_t uid, const std::vector<UnitProperty>& props) {
+Status enter_scope(const std::string& name, const std::string& cgroup, const std::vector<UnitProperty>& props,
+                   const std::string& what, const std::string& who) {
     auto sd = load();
     if (!sd) return sd.error();
     Held h{sd.value()};
@@ -204,7 +205,6 @@ Status enter_tenant_scope(uid_t uid, const std::vector<UnitProperty>& props) {
     r = s.new_method_call(h.bus, &h.call, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                           "org.freedesktop.systemd1.Manager", "StartTransientUnit");
     if (r < 0) return bus_fail("sd_bus_message_new_method_call", r);
-    const std::string name = tenant_scope_name(uid);
     if ((r = s.append(h.call, "ss", name.c_str(), "fail")) < 0) return bus_fail("the unit's name", r);
     if ((r = s.open_container(h.call, 'a', "(sv)")) < 0) return bus_fail("the properties", r);
     for (const auto& p : props)
@@ -213,21 +213,21 @@ Status enter_tenant_scope(uid_t uid, const std::vector<UnitProperty>& props) {
     if ((r = s.append(h.call, "a(sa(sv))", 0u)) < 0) return bus_fail("the auxiliary units", r);
     if ((r = s.call(h.bus, h.call, kCallMicros, &h.error, &h.reply)) < 0) {
         const std::string why = h.error.message != nullptr ? h.error.message : std::strerror(-r);
-        return fail(Exit::host, "systemd refused the tenant's scope " + name + ": " + why);
+        return fail(Exit::host, "systemd refused " + what + " " + name + ": " + why);
     }
     // The start job moves this process; wait for it (a deadline, not forever).
     std::string want(1, '/');
-    want.append(tenant_scope_cgroup(uid));
+    want.append(cgroup);
     std::string now;
     if (wait_until_in(systemd_cgroup, want, now)) return ok_status();
-    return fail(Exit::host, "systemd did not move the supervisor into " + name + " within 5 s (it is in " +
+    return fail(Exit::host, "systemd did not move " + who + " into " + name + " within 5 s (it is in " +
                                 (now.empty() ? "no cgroup of systemd's" : now) + ")");
 }
 
-Status wait_moved(const std::string& controller, const std::string& cgroup) {
+Status wait_moved(const std::string& controller, const std::string& cgroup, const std::string& who) {
     std::string now;
     if (wait_until_in([&] { return cgroup_of(own_cgroups(), controller).value_or("none"); }, cgroup, now)) return ok_status();
-    return fail(Exit::host, "systemd did not move the supervisor into " + cgroup + " of the " + controller +
+    return fail(Exit::host, "systemd did not move " + who + " into " + cgroup + " of the " + controller +
                                 " hierarchy within 5 s (it is in " + now + ")");
 }
 

@@ -25,15 +25,19 @@ namespace clihost {
 // systemd is PID 1 here: /run/systemd/system is a directory (sd_booted()'s test).
 bool systemd_booted();
 
-// StartTransientUnit(tenant_scope_name(uid), "fail", props), then waits
-// (5 s at most) until /proc/self/cgroup shows this process in the scope's
-// cgroup in systemd's own hierarchy. Any failure is Exit::host, one line.
-Status enter_tenant_scope(uid_t uid, const std::vector<UnitProperty>& props);
+// StartTransientUnit(name, "fail", props) for a scope whose cgroup is
+// `cgroup` (decide/systemd_scope.hpp: the tenant's, a lock holder's), then
+// waits (5 s at most) until /proc/self/cgroup shows this process there in
+// systemd's own hierarchy. `what` names the scope and `who` this process in
+// the failure's line ("the tenant's scope", "the supervisor"). Any failure
+// is Exit::host, one line.
+Status enter_scope(const std::string& name, const std::string& cgroup, const std::vector<UnitProperty>& props,
+                   const std::string& what, const std::string& who);
 
 // Waits (5 s at most) until /proc/self/cgroup shows this process at
 // `cgroup` in the v1 hierarchy of `controller`. systemd moves a scope's
 // process into its own hierarchy first and into each controller's after
 // that: a leaf entered before the move would be undone by it. Exit::host.
-Status wait_moved(const std::string& controller, const std::string& cgroup);
+Status wait_moved(const std::string& controller, const std::string& cgroup, const std::string& who);
 
 }  // namespace clihost

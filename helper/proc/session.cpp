@@ -433,16 +433,18 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     return 0;
 }
 
-// A child of the front that may take the tenant's lock (the starter,
+// A child of the front that may take tenant `uid`'s lock (the starter,
 // stop's): root through and through (clean_state: the caller can no longer
-// signal, stop or trace it) and in a session of its own (no terminal's
-// signal reaches it) before `body` runs, so that no process a caller can
-// stop ever holds the lock. `body` reports on `report_fd` (3) and exits.
+// signal, stop or trace it), in a session of its own (no terminal's signal
+// reaches it) and out of the caller's cgroups (place_lock_holder: a caller
+// that owns one cannot freeze it) before `body` runs, so that no process a
+// caller can stop ever holds the lock. `body` reports on `report_fd` (3)
+// and exits.
 // The front waits `seconds` for the report; a child that reported is root
 // and ends at once, and its wait status is returned; one that did not may
 // have been stopped by the caller before it became root: not waited for
 // (init reaps it once the front is gone).
-Result<int> run_root_child(int seconds, const std::string& what, const char* verb,
+Result<int> run_root_child(uid_t uid, const Limits& limits, int seconds, const std::string& what, const char* verb,
                            const std::function<void(int report_fd)>& body) {
     int report[2];
     if (::pipe2(report, O_CLOEXEC) != 0) return fail(Exit::internal, "pipe failed");
@@ -457,6 +459,10 @@ Result<int> run_root_child(int seconds, const std::string& what, const char* ver
                 if (::setsid() < 0) {
                     write_report(3, fail(Exit::internal, "setsid failed"));
                     ::_exit(static_cast<int>(Exit::internal));
+                }
+                if (auto st = place_lock_holder(limits, uid); !st) {
+                    write_report(3, fail(st.error().code, "cannot leave the caller's cgroup: " + st.error().message));
+                    ::_exit(static_cast<int>(st.error().code));
                 }
                 body(3);
             } catch (...) {
@@ -518,7 +524,7 @@ Result<SupervisorRecord> ensure_session_jail(const SessionStart& s) {
     // rename), and the handover verifies it again (connect_endpoint).
     if (auto r = dir.value().read(uid); r && record_is_live(*r)) return *r;
     // The lock's wait, then the supervisor's start, each bounded.
-    auto started = run_root_child(kLockSeconds + kStartSeconds + 5, "the session jail", "start",
+    auto started = run_root_child(uid, s.policy.limits, kLockSeconds + kStartSeconds + 5, "the session jail", "start",
                                   [&](int report_fd) { start_supervisor(s, report_fd); });
     if (!started) return started.error();
     auto r = dir.value().read(uid);
@@ -635,7 +641,7 @@ std::string stopped_text(Stopped what) {
 Result<Stopped> stop_session_jail(uid_t uid, const Limits& limits) {
     // The lock's wait, the supervisor's end (SIGKILL after kStopSeconds),
     // then what is left in the jails: each bounded.
-    auto ended = run_root_child(kLockSeconds + kStopSeconds + 15, "the stop", "end",
+    auto ended = run_root_child(uid, limits, kLockSeconds + kStopSeconds + 15, "the stop", "end",
                                 [&](int report_fd) { stop_as_root(uid, limits, report_fd); });
     if (!ended) return ended.error();
     const int st = ended.value();

@@ -118,8 +118,12 @@ def tenant_cgroup(tenant, controller, leaf="jails", parent=None):
 
 def remove_cgroup_tree(rel):
     """Removes the suites' cgroups: rel and what is below it, deepest first,
-    then each of rel's components that the suites made (empty ones)."""
-    for top in cgroup_dirs(rel):
+    then each of rel's components that the suites made (empty ones). A
+    hybrid host's cgroup2 hierarchy too: the lock holders' PARENT/helper is
+    made there."""
+    unified = os.path.join(CGROUP_ROOT, "unified")
+    extra = [os.path.join(unified, rel)] if os.path.exists(os.path.join(unified, "cgroup.procs")) else []
+    for top in cgroup_dirs(rel) + extra:
         for d, _, _ in sorted(os.walk(top), key=lambda w: -w[0].count("/")):
             with contextlib.suppress(OSError):
                 os.rmdir(d)

@@ -180,7 +180,8 @@ TEST(Cgroup, V2LeavesInsideTheTenantsSystemdScope) {
     v2_cgroup(t, scope);
     v2_cgroup(t, scope + "/supervisor");
     v2_cgroup(t, scope + "/jails");
-    ASSERT_TRUE(enter_new_leaf(t.root() + "/" + scope + "/supervisor").ok());
+    ASSERT_TRUE(make_cgroup(t.root(), scope + "/supervisor").ok());
+    ASSERT_TRUE(enter_cgroup(t.root() + "/" + scope + "/supervisor").ok());
     EXPECT_EQ(t.read(scope + "/supervisor/cgroup.procs"), std::to_string(::getpid()));
     const Limits l = parse_config("[limits]\nmemory_max = 1G\ntasks_max = 100\n").value().limits;
     const auto host = detect_cgroups(t.root(), false);
@@ -394,4 +395,49 @@ TEST(Cgroup, V2WithoutCgroupKillStopsForksWithPidsMaxZero) {
     EXPECT_FALSE(std::filesystem::exists(t.root() + "/p/7/jails/cgroup.kill"));
     // And the supervisor's leaf is never touched by the kill.
     EXPECT_EQ(t.read("p/7/supervisor/pids.max"), "");
+}
+
+// A hybrid host's cgroup2 hierarchy (no controller) is one of a v1 host's:
+// a process is in one of its cgroups all the same, which cgroup.freeze can
+// hold still, so the tenant's nodes and the lock holders' leaf go there too.
+TEST(Cgroup, AHybridsUnifiedHierarchyIsOneOfAV1Hosts) {
+    Tree t;
+    for (const char* c : {"memory", "pids", "cpu", "freezer"}) {
+        t.dir(c);
+        t.file(std::string(c) + "/cgroup.procs");
+    }
+    EXPECT_EQ(detect_cgroups(t.root(), false).hierarchies.size(), 4u);  // no unified mount: the four
+    t.dir("unified");
+    t.file("unified/cgroup.procs");
+    const auto host = detect_cgroups(t.root(), false);
+    EXPECT_EQ(host.version, CgroupVersion::v1);
+    ASSERT_EQ(host.hierarchies.size(), 5u);
+    EXPECT_EQ(host.hierarchies.back().controller, "");
+    EXPECT_EQ(host.hierarchies.back().mount, t.root() + "/unified");
+    // Without a v1 controller it is not looked for: no cgroup file system.
+    Tree bare;
+    bare.dir("unified");
+    bare.file("unified/cgroup.procs");
+    EXPECT_TRUE(detect_cgroups(bare.root(), false).hierarchies.empty());
+}
+
+// The lock holders' leaf, PARENT/helper (host/placement.cpp,
+// place_lock_holder): each component made where absent; a component that
+// is not a directory of root's is refused, nothing made below it.
+TEST(Cgroup, ACgroupIsMadeComponentByComponentOnlyOfRootsDirectories) {
+    Tree t;
+    t.dir("freezer");
+    t.dir("freezer/p");
+    ASSERT_TRUE(make_cgroup(t.root() + "/freezer", "p/q/helper").ok());
+    EXPECT_TRUE(std::filesystem::is_directory(t.root() + "/freezer/p/q/helper"));
+    // The kernel makes a cgroup's files with it; here it is made by hand.
+    t.file("freezer/p/q/helper/cgroup.procs");
+    ASSERT_TRUE(enter_cgroup(t.root() + "/freezer/p/q/helper").ok());
+    EXPECT_EQ(t.read("freezer/p/q/helper/cgroup.procs"), std::to_string(::getpid()));
+    t.dir("memory");
+    t.file("memory/p");  // not a directory
+    auto st = make_cgroup(t.root() + "/memory", "p/q/helper");
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message.find("memory/p is not a directory of root's"), std::string::npos) << st.error().message;
+    EXPECT_FALSE(std::filesystem::exists(t.root() + "/memory/p/q"));
 }

@@ -54,3 +54,23 @@ TEST(SystemdScope, NoLimitIsInfinityAndNothingWrapsAround) {
     EXPECT_EQ(scope_memory_max(huge), kUnitInfinity);
     EXPECT_EQ(scope_tasks_max(huge), 4194304 + kSupervisorTasks);
 }
+
+// A lock holder's own scope (host/placement.cpp, place_lock_holder): named
+// by its pid, in the tenants' slice, accounted (so that systemd moves it in
+// the v1 controllers too), neither delegated nor limited.
+TEST(SystemdScope, AHoldersScopeIsItsOwnAccountedNeitherDelegatedNorLimited) {
+    EXPECT_EQ(holder_scope_name(4242), "clihost-jail-hold-4242.scope");
+    EXPECT_EQ(holder_scope_cgroup(4242), "clihost.slice/clihost-jail.slice/clihost-jail-hold-4242.scope");
+    const auto props = holder_scope_properties(4242, 1001);
+    using T = UnitProperty::Type;
+    ASSERT_NE(find(props, "PIDs"), nullptr);
+    EXPECT_EQ(*find(props, "PIDs"), (UnitProperty{"PIDs", T::pids, "", 4242}));
+    EXPECT_EQ(*find(props, "Slice"), (UnitProperty{"Slice", T::string, "clihost-jail.slice", 0}));
+    for (const char* a : {"MemoryAccounting", "TasksAccounting", "CPUAccounting"}) {
+        ASSERT_NE(find(props, a), nullptr) << a;
+        EXPECT_EQ(find(props, a)->number, 1u) << a;
+    }
+    for (const char* absent : {"Delegate", "TasksMax", "MemoryMax", "CPUWeight"})
+        EXPECT_EQ(find(props, absent), nullptr) << absent;
+    for (const auto& p : props) EXPECT_EQ(&p, find(props, p.name)) << p.name;
+}
