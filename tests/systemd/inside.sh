@@ -143,6 +143,47 @@ $HELPER stop --user $T >/dev/null 2>&1 || fail "stop" "exit $?"
 gone() { ! systemctl is-active -q $SCOPE && [ ! -d /sys/fs/cgroup/memory$CG ]; }
 wait_for 10 gone && pass "stop: the scope is gone" \
   || fail "stop: the scope is gone" "$(systemctl show -P ActiveState $SCOPE); $(ls /sys/fs/cgroup/memory$CG 2>&1 | head -3)"
+# 7. A caller that owns a cgroup (a v1 freezer one chowned to it) runs
+#    `stop` in it and freezes it while stop's child holds the tenant's lock
+#    (the PAM session's close sleeps 2 s): the child left the caller's
+#    cgroups before it locked, for a scope of its own and the freezer's
+#    PARENT/helper, so root's own `stop` still works.
+FZ=/sys/fs/cgroup/freezer/ctj-caller
+holder() {  # the helper process that holds a flock (the tenant's lock)
+  for p in $(awk '$2 == "FLOCK" { print $5 }' /proc/locks); do
+    [ "$(readlink /proc/$p/exe)" = "$HELPER" ] && { echo $p; return 0; }
+  done
+  return 1
+}
+if [ -f /sys/fs/cgroup/freezer/tasks ]; then
+  echo "session optional pam_exec.so /bin/sleep 2" >> /etc/pam.d/clihost-jail
+  TERM=xterm runuser -u clihost -- $L/ptydrive $R/frozen.log $R/none $HELPER run --user $T --session main &
+  wait_for 20 has_session || fail "a session jail again" "not listed: $(tr -cd '[:print:]\n' < $R/frozen.log | tail -3)"
+  mkdir $FZ && chown clihost: $FZ $FZ/cgroup.procs $FZ/tasks $FZ/freezer.state
+  sh -c "echo \$\$ > $FZ/cgroup.procs && exec runuser -u clihost -- $HELPER stop --user $T" > $R/frozen-stop.log 2>&1 &
+  if wait_for 5 holder; then
+    H=$(holder)
+    check "the lock holder is in a scope of its own" "$(cg_line "$H" name=systemd)" \
+      "/clihost.slice/clihost-jail.slice/clihost-jail-hold-$H.scope"
+    check "the lock holder is in PARENT/helper in the freezer" "$(cg_line "$H" freezer)" "/clihost-jail/helper"
+    runuser -u clihost -- sh -c "echo FROZEN > $FZ/freezer.state" && wait_for 5 grep -q FROZEN $FZ/freezer.state \
+      && pass "control: the caller froze its cgroup, its front in it" || fail "control: the caller froze its cgroup" "$(cat $FZ/freezer.state)"
+    out=$(timeout 60 $HELPER stop --user $T 2>&1); rc=$?
+    [ $rc = 0 ] && pass "root's stop works while the caller's cgroup is frozen ($out)" \
+      || fail "root's stop works while the caller's cgroup is frozen" "exit $rc: $out"
+    echo THAWED > $FZ/freezer.state
+  else
+    fail "stop's child holds the lock while PAM closes" "no holder in /proc/locks"
+  fi
+  wait_for 30 sh -c "[ -z \"\$(cat $FZ/cgroup.procs)\" ]" && rmdir $FZ
+  grep -q "session jail stopped" $R/frozen-stop.log && pass "the caller's stop, thawed, reports the stop" \
+    || fail "the caller's stop, thawed, reports the stop" "$(cat $R/frozen-stop.log)"
+  sed -i '/pam_exec.so \/bin\/sleep 2/d' /etc/pam.d/clihost-jail
+  wait
+else
+  echo "SKIP the caller's frozen cgroup: no v1 freezer hierarchy in this container"
+fi
+
 echo "== audit: $(journalctl -q --no-pager -t clihost-jail | grep -c .) lines"
 journalctl -q --no-pager -t clihost-jail | grep -E 'fail|warn|session jail' | tail -8 | sed 's/^/   /'
 exit $failed
