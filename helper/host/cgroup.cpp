@@ -345,20 +345,21 @@ Status TenantCgroup::kill_jails() const {
         // No new process can appear: each round kills all there are.
         if (auto st = write_file(pids->dir + "/jails/pids.max", "0"); !st) return st.error();
     }
-    for (int i = 0; i < 500; ++i) {
+    for (int i = 0; i < 500; ++i, sleep_ms(10)) {
         if (all_empty()) return ok_status();
         kill_listed();
-        sleep_ms(10);
     }
     return fail(Exit::internal, "the tenant's jails cgroup did not become empty");
 }
 
 Status TenantCgroup::remove() const {
-    // A systemd scope's own cgroup is systemd's to remove (it does, once the
-    // scope is empty); only the leaves are ours, and whatever we made.
+    // A systemd scope's own cgroup is systemd's to remove once empty, never
+    // ours in cgroup2 (v2, a hybrid's), where systemd learns it is empty: a
+    // scope whose cgroup went first never ends. Only the leaves are ours.
     const bool scope = rel_.rfind(slice_cgroup(kTenantSlice) + "/", 0) == 0;
     for (const auto& n : nodes_)
         for (const std::string& d : {n.dir + "/jails", n.dir + "/supervisor", n.dir}) {
+            if (scope && d == n.dir && n.controller.empty()) continue;
             if (::rmdir(d.c_str()) == 0 || errno == ENOENT) continue;
             if (scope && d == n.dir) continue;
             return fail(Exit::internal, "cannot remove " + d + ": " + errno_text(errno));

@@ -25,7 +25,7 @@ alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 dead() { ! alive "$1"; }
 cg_line() { sed -n "s/^[0-9]*:$2:\(.*\)/\1/p" "/proc/$1/cgroup"; }
 
-echo "== $(systemctl --version | head -1); is-system-running: $(systemctl is-system-running)"
+echo "== $(systemctl --version | head -1); is-system-running: $(systemctl is-system-running); cgroups: $(ls /sys/fs/cgroup | tr '\n' ' ')"
 install -d -m 0755 -o clihost -g clihost $R
 
 # 1. A connection through the proxy starts the session jail; the supervisor
@@ -142,7 +142,7 @@ systemctl stop ctj-proxy.service
 $HELPER stop --user $T >/dev/null 2>&1 || fail "stop" "exit $?"
 gone() { ! systemctl is-active -q $SCOPE && [ ! -d /sys/fs/cgroup/memory$CG ]; }
 wait_for 10 gone && pass "stop: the scope is gone" \
-  || fail "stop: the scope is gone" "$(systemctl show -P ActiveState $SCOPE); $(ls /sys/fs/cgroup/memory$CG 2>&1 | head -3)"
+  || fail "stop: the scope is gone" "$(systemctl show -P ActiveState $SCOPE); $(ls /sys/fs/cgroup/memory$CG 2>&1 | head -3); in it (systemd's hierarchy): $(for p in $(cat /sys/fs/cgroup/systemd$CG/cgroup.procs 2>/dev/null); do echo "$p $(tr '\0' ' ' < /proc/$p/cmdline)"; done | head -5); units: $(systemctl list-units --all --no-legend 'clihost-jail-*' | head -6); unified: $(ls /sys/fs/cgroup/unified$CG 2>&1 | tr '\n' ' '); $(cat /sys/fs/cgroup/unified$CG/cgroup.events 2>&1 | tr '\n' ' ')"
 # 7. A caller that owns a cgroup (a v1 freezer one chowned to it) runs
 #    `stop` in it and freezes it while stop's child holds the tenant's lock
 #    (the PAM session's close sleeps 2 s): the child left the caller's
@@ -184,6 +184,8 @@ else
   echo "SKIP the caller's frozen cgroup: no v1 freezer hierarchy in this container"
 fi
 
+echo "== units left: $(systemctl list-units --all --no-legend 'clihost-jail-*' | wc -l)"
+systemctl list-units --all --no-legend 'clihost-jail-*' | head -5 | sed 's/^/   /'
 echo "== audit: $(journalctl -q --no-pager -t clihost-jail | grep -c .) lines"
 journalctl -q --no-pager -t clihost-jail | grep -E 'fail|warn|session jail' | tail -8 | sed 's/^/   /'
 exit $failed
