@@ -21,17 +21,28 @@ std::string holder_scope_name(pid_t pid) { return "clihost-jail-hold-" + std::to
 
 std::string holder_scope_cgroup(pid_t pid) { return slice_cgroup(kTenantSlice) + "/" + holder_scope_name(pid); }
 
-std::vector<UnitProperty> holder_scope_properties(pid_t pid, uid_t uid) {
+namespace {
+
+// What every scope of ours has: its description, PIDs=[pid], the slice,
+// collected even when failed, memory and tasks accounted.
+std::vector<UnitProperty> scope_base(const std::string& description, pid_t pid) {
     using T = UnitProperty::Type;
     return {
-        {"Description", T::string, "clihost-jail: a start or stop of tenant " + std::to_string(uid), 0},
+        {"Description", T::string, description, 0},
         {"PIDs", T::pids, "", static_cast<std::uint64_t>(pid)},
         {"Slice", T::string, kTenantSlice, 0},
         {"CollectMode", T::string, "inactive-or-failed", 0},
         {"MemoryAccounting", T::boolean, "", 1},
         {"TasksAccounting", T::boolean, "", 1},
-        {"CPUAccounting", T::boolean, "", 1},
     };
+}
+
+}  // namespace
+
+std::vector<UnitProperty> holder_scope_properties(pid_t pid, uid_t uid) {
+    auto props = scope_base("clihost-jail: a start or stop of tenant " + std::to_string(uid), pid);
+    props.push_back({"CPUAccounting", UnitProperty::Type::boolean, "", 1});
+    return props;
 }
 
 std::uint64_t scope_tasks_max(const ResolvedLimits& r) {
@@ -45,18 +56,12 @@ std::uint64_t scope_memory_max(const ResolvedLimits& r) {
 
 std::vector<UnitProperty> scope_properties(const ResolvedLimits& r, pid_t pid, uid_t uid) {
     using T = UnitProperty::Type;
-    return {
-        {"Description", T::string, "clihost-jail tenant " + std::to_string(uid), 0},
-        {"PIDs", T::pids, "", static_cast<std::uint64_t>(pid)},
-        {"Slice", T::string, kTenantSlice, 0},
-        {"Delegate", T::boolean, "", 1},
-        {"CollectMode", T::string, "inactive-or-failed", 0},
-        {"MemoryAccounting", T::boolean, "", 1},
-        {"TasksAccounting", T::boolean, "", 1},
-        {"TasksMax", T::uint64, "", scope_tasks_max(r)},
-        {"MemoryMax", T::uint64, "", scope_memory_max(r)},
-        {"CPUWeight", T::uint64, "", r.cpu_weight},
-    };
+    auto props = scope_base("clihost-jail tenant " + std::to_string(uid), pid);
+    props.insert(props.end(), {{"Delegate", T::boolean, "", 1},
+                               {"TasksMax", T::uint64, "", scope_tasks_max(r)},
+                               {"MemoryMax", T::uint64, "", scope_memory_max(r)},
+                               {"CPUWeight", T::uint64, "", r.cpu_weight}});
+    return props;
 }
 
 }  // namespace clihost
