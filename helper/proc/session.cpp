@@ -51,6 +51,7 @@ constexpr int kMaxPending = 8;  // the endpoint's backlog (owner.cpp caps the pe
 constexpr int kLockSeconds = 30;
 constexpr int kStartSeconds = 20;
 constexpr int kStopSeconds = 10;
+constexpr int kPlaceSeconds = 10;  // place_lock_holder: systemd's call (5 s), then its move (5 s)
 constexpr int kStartBoundSeconds = 60;  // a supervisor's start, to its record (each step has its own, shorter)
 constexpr int kStopFailed = 100;  // stop_as_root's exit status when it reported a failure
 
@@ -523,9 +524,10 @@ Result<SupervisorRecord> ensure_session_jail(const SessionStart& s) {
     // A live supervisor, without the lock: its record is replaced whole (a
     // rename), and the handover verifies it again (connect_endpoint).
     if (auto r = dir.value().read(uid); r && record_is_live(*r)) return *r;
-    // The lock's wait, then the supervisor's start, each bounded.
-    auto started = run_root_child(uid, s.policy.limits, kLockSeconds + kStartSeconds + 5, "the session jail", "start",
-                                  [&](int report_fd) { start_supervisor(s, report_fd); });
+    // The holder's placement, the lock's wait, then the supervisor's start,
+    // each bounded.
+    auto started = run_root_child(uid, s.policy.limits, kPlaceSeconds + kLockSeconds + kStartSeconds + 5,
+                                  "the session jail", "start", [&](int report_fd) { start_supervisor(s, report_fd); });
     if (!started) return started.error();
     auto r = dir.value().read(uid);
     if (!r || !record_is_live(*r)) return fail(Exit::internal, "the session jail started but is gone");
@@ -639,9 +641,9 @@ std::string stopped_text(Stopped what) {
 }
 
 Result<Stopped> stop_session_jail(uid_t uid, const Limits& limits) {
-    // The lock's wait, the supervisor's end (SIGKILL after kStopSeconds),
-    // then what is left in the jails: each bounded.
-    auto ended = run_root_child(uid, limits, kLockSeconds + kStopSeconds + 15, "the stop", "end",
+    // The holder's placement, the lock's wait, the supervisor's end (SIGKILL
+    // after kStopSeconds), then what is left in the jails: each bounded.
+    auto ended = run_root_child(uid, limits, kPlaceSeconds + kLockSeconds + kStopSeconds + 15, "the stop", "end",
                                 [&](int report_fd) { stop_as_root(uid, limits, report_fd); });
     if (!ended) return ended.error();
     const int st = ended.value();
