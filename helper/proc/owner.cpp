@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 
+#include "base/fault.hpp"
 #include "base/fd_pass.hpp"
 #include "base/log.hpp"
 #include "decide/plan.hpp"
@@ -91,6 +92,7 @@ bool said_taken(int chan) {
 // A waiting jail's connection, to its watcher (watcher.cpp:
 // await_connection): the command's words and the front's three descriptors.
 bool send_connection(int chan, const std::string& words, const std::vector<UniqueFd>& fds) {
+    if (fault::fail("pause_before_send")) ::sleep(2);  // tests: a jail that ends before its connection
     const int pass[3] = {fds[0].get(), fds[1].get(), fds[2].get()};
     return send_with_fds(chan, words, pass, MSG_DONTWAIT);
 }
@@ -590,12 +592,16 @@ private:
         if (words.empty()) return fail(Exit::refused, "the command and environment do not fit the " + what);
         for (int attempt = 0; attempt < 2; ++attempt) {
             // A one-off jail started now takes the connection at its start.
-            const bool fresh = !attach && slot.watcher <= 0;
+            const bool started_now = slot.watcher <= 0;
+            const bool fresh = !attach && started_now;
             const Handed handed{words, fds, plan.value().argv};
             if (auto st = attach ? prepare_attach() : prepare_oneoff(fresh ? &handed : nullptr); !st) return st;
             if (plan.value().argv != slot.argv) return fail(Exit::internal, "the prepared " + what + " is not this connection's plan");
             if (!fresh && !send_connection(slot.chan.get(), words, fds)) {
+                // One started just now has ended already: it says why.
+                Status why = started_now ? why_not_taken(slot.chan.get(), what) : ok_status();
                 forget();
+                if (!why) return why;
                 continue;
             }
             if (!slot.ready) {
@@ -673,8 +679,9 @@ private:
         oneoff_.chan = std::move(started.value().conn);
         oneoff_.argv = plan.value().argv;
         if (now != nullptr && !send_connection(oneoff_.chan.get(), now->words, now->fds)) {
+            Status why = why_not_taken(oneoff_.chan.get(), "one-off jail");
             forget_oneoff();
-            return fail(Exit::internal, "cannot hand the connection to a one-off jail");
+            return why;
         }
         // Its network, attached while its bwrap waits (bounded): the stub,
         // and so the command, never runs without it. A jail that ended
@@ -690,6 +697,14 @@ private:
             }
         }
         return ok_status();
+    }
+
+    // A jail started for a connection that could not be sent it had ended
+    // (its watcher failed: a drop, a limit); its start-up report, still to
+    // be read on the channel, is the reason its front gets.
+    static Status why_not_taken(int chan, const std::string& what) {
+        if (auto up = read_report(chan, kWaitingStartSeconds, "the " + what); !up) return up.error();
+        return fail(Exit::internal, "cannot hand the connection to a " + what);
     }
 
     // Its watcher reads our end's close as "no connection" and ends it;

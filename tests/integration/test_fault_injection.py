@@ -52,6 +52,22 @@ def test_failing_step_fails_closed(host, faults_bin, alice, fault, code, message
     assert message in r.stderr, (fault, r.stderr)
 
 
+@pytest.mark.parametrize("fault,code,message", [
+    ("setresuid", 4, "privilege drop failed at setresuid"),
+    ("capng_caps", 4, "privilege drop failed at clearing capabilities"),
+])
+def test_a_jail_that_ended_before_its_connection_still_says_why(host, faults_bin, alice, fault, code, message):
+    """The one-off jail started for this connection fails in its watcher's
+    drop before the supervisor sends it the connection (pause_before_send:
+    2 s before every send), so the send fails: the front still gets the
+    watcher's reason, not "cannot hand the connection to a one-off jail"
+    (which CI's ASan run once printed, the watcher winning the race)."""
+    r, _ = inject(host, faults_bin, alice, fault + ",pause_before_send")
+    assert r.returncode == code, (fault, r.returncode, r.stderr)
+    assert message in r.stderr, (fault, r.stderr)
+    assert "cannot hand the connection" not in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("fault", ["probe", "probe_fork"])
 def test_failing_host_trial_fails_closed_before_pam(host, faults_bin, alice, fault):
     # private-or-hidepid needs the trial's answer to plan, so it runs first.
