@@ -13,6 +13,7 @@ clear message instead of a refused ttyd start.
 
     python3 proxy_example.py --dry-run terminal --user alice --session main
     python3 proxy_example.py --dry-run kill --user alice --session main
+    python3 proxy_example.py --dry-run delete --user alice --session main
     python3 proxy_example.py --dry-run stop --user alice
     python3 proxy_example.py --dry-run list
 
@@ -21,7 +22,10 @@ starts it, closing a browser tab ends only that connection's attach jail,
 and ttyd keeps serving the same session to the next tab. The proxy's three
 lifecycle calls:
 - DELETE of a terminal: stop its ttyd (SIGTERM, reap it), remove its socket,
-  then `kill` the tmux session; the last session's end ends the tenant's session jail.
+  then `kill` the tmux session; the last session's end ends the tenant's
+  session jail. From the command line: `delete` ends the ttyd a `terminal`
+  process serves (by its pid file; that `terminal` process then exits),
+  then kills the session.
 - proxy restart: the proxy ends the ttyds it started (on SIGTERM, and at
   its next start those a killed proxy left, by their pid files), which ends
   their connections; the session jails live on. `list --json` says which
@@ -581,9 +585,10 @@ def main(argv=None):
     sub = p.add_subparsers(dest="action", required=True)
     t = sub.add_parser("terminal", help="serve a terminal with ttyd")
     k = sub.add_parser("kill", help="end a tmux session")
+    d = sub.add_parser("delete", help="end a terminal's ttyd (its `terminal` process exits), then its tmux session")
     st = sub.add_parser("stop", help="end a tenant's session jail")
     ls = sub.add_parser("list", help="list the live session jails")
-    for s in (t, k):
+    for s in (t, k, d):
         s.add_argument("--user", required=True)
         s.add_argument("--session", required=True)
     st.add_argument("--user", required=True)
@@ -598,7 +603,7 @@ def main(argv=None):
                 print(f"proxy_example: {e}", file=sys.stderr)
                 return 1
             cmd = terminal_argv(a.helper, a.user, a.session, ttyd=ttyd, socket_dir=a.socket_dir, via_sudo=a.sudo)
-        elif a.action == "kill":
+        elif a.action in ("kill", "delete"):
             cmd = kill_argv(a.helper, a.user, a.session, via_sudo=a.sudo)
         elif a.action == "stop":
             cmd = stop_argv(a.helper, a.user, via_sudo=a.sudo)
@@ -635,6 +640,11 @@ def main(argv=None):
         sys.stdout.write(r.stdout)
         sys.stderr.write(r.stderr)
         return r.returncode
+    if a.action == "delete":
+        # The ttyd first (SIGTERM, then SIGKILL; by its pid file and start
+        # time, never a reused pid): no new connection attaches while the
+        # session ends. Its socket and pid file go with it.
+        end_previous_ttyd(socket_path(a.user, a.session, a.socket_dir))
     if a.action == "stop":
         ok, msg = stop_tenant(a.user, helper=a.helper, via_sudo=a.sudo)
     else:

@@ -477,6 +477,35 @@ class TtydStandIn(unittest.TestCase):
         self.assertFalse(os.path.lexists(sock))
         self.assertFalse(os.path.lexists(run / "alice@main.pid"))
 
+    def test_the_cli_delete_ends_the_terminals_ttyd_and_then_kills_the_session(self):
+        """`delete` from the command line (issue 41, item 6): the `terminal`
+        process's ttyd ends (by its pid file), that process exits, the
+        socket and pid file go, then `kill` of the session. Control: until
+        the delete, the ttyd serves the path."""
+        run = self.dir / "run"
+        sock = str(run / "alice@main.sock")
+        helper = write_script(self.dir / "helper",
+                              f'if [ "$1" = kill ]; then printf "%s\\n" "$@" > {self.log}; exit 0; fi\n'
+                              'exec /bin/sh\n')
+        ttyd = write_script(self.dir / "ttyd", f'exec {sys.executable} {FAKE_TTYD} "$@"\n')
+        term = self.proxy(run, helper, ttyd)
+        self.assertTrue(self.wait(lambda: len(self.ttyds(sock)) == 1 and self._answers(sock)))
+        [served] = self.ttyds(sock)
+        self.assertFalse(self.log.exists())
+        script = str(REPO / "install" / "clihost" / "proxy_example.py")
+        r = subprocess.run([sys.executable, script, "--helper", helper, "--socket-dir", str(run), "delete", "--user",
+                            "alice", "--session", "main"], capture_output=True, text=True, timeout=30, check=False)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "session ended\n", ""))
+        self.assertTrue(self.wait(lambda: not self.alive(served)))
+        self.assertIsNotNone(term.wait(15))
+        self.assertFalse(os.path.lexists(sock))
+        self.assertFalse(os.path.lexists(run / "alice@main.pid"))
+        self.assertEqual(self.log.read_text().split(), ["kill", "--user", "alice", "--session", "main"])
+        # Its dry run is the kill it makes.
+        r = subprocess.run([sys.executable, script, "--helper", "/x/cj", "--dry-run", "delete", "--user", "alice",
+                            "--session", "main"], capture_output=True, text=True, check=False)
+        self.assertEqual((r.returncode, r.stdout), (0, "/x/cj kill --user alice --session main\n"))
+
     @staticmethod
     def _answers(sock):
         try:
