@@ -520,41 +520,43 @@ std::vector<Account> tenant_group_members(const Policy& policy, const AccountDb&
     return out;
 }
 
-bool report(const Policy& policy, const std::vector<Account>& accounts, std::string& out) {
-    bool all_closed = true;
+std::vector<std::string> report(const Policy& policy, const std::vector<Account>& accounts, std::string& out) {
+    std::vector<std::string> open;
     for (const auto& a : accounts) {
         for (const auto& r : evaluate(policy, gather(policy, a))) {
             out += "route " + r.route + " (" + a.name + "): ";
             if (r.open) {
                 out += "FAIL: " + r.detail + " (fix: " + r.fix + ")\n";
-                all_closed = false;
+                if (std::find(open.begin(), open.end(), r.route) == open.end()) open.push_back(r.route);
             } else {
                 out += "ok (" + r.detail + ")\n";
             }
         }
     }
-    return all_closed;
+    return open;
 }
 
-bool report_for_check(const Policy& policy, const Account* tenant, std::string& out) {
-    bool ok = true;
+std::vector<std::string> report_for_check(const Policy& policy, const Account* tenant, std::string& out) {
+    std::vector<std::string> open;
     if (policy.shell.empty()) {
         out += "jail shell: the tenant's login shell ([jail] shell is not set)\n";
     } else if (auto st = check_jail_shell(policy); !st) {
         out += "jail shell: FAIL: " + st.error().message + "\n";
-        ok = false;
+        open.emplace_back("jail shell");
     } else {
         out += "jail shell: " + policy.shell + ": ok (root-owned, not writable by group/others)\n";
     }
     SystemAccountDb db;
     const auto accounts = tenant != nullptr ? std::vector<Account>{*tenant} : tenant_group_members(policy, db);
     if (accounts.empty()) out += "routes around the jail: no members of group " + policy.tenant_group + "\n";
-    const bool closed = report(policy, accounts, out);
+    const auto routes = report(policy, accounts, out);
     if (!accounts.empty())
         out += std::string("routes around the jail: ") +
-               (closed ? "all closed" : "FAIL: open (a tenant can run code outside its jail; see the route lines)") +
+               (routes.empty() ? "all closed"
+                               : "FAIL: open (a tenant can run code outside its jail; see the route lines)") +
                "\n";
-    return ok && closed;
+    open.insert(open.end(), routes.begin(), routes.end());
+    return open;
 }
 
 Status check_jail_shell(const Policy& policy) {

@@ -124,13 +124,15 @@ Facts gather(const Policy& policy, const Account& account);
 std::vector<Account> tenant_group_members(const Policy& policy, const AccountDb& db);
 
 // `route NAME (USER): ok (...)` or `route NAME (USER): FAIL: ... (fix: ...)`
-// lines for each account; returns true when every route is closed.
-bool report(const Policy& policy, const std::vector<Account>& accounts, std::string& out);
+// lines for each account; returns the names of the open routes (each
+// once), empty when every route is closed.
+std::vector<std::string> report(const Policy& policy, const std::vector<Account>& accounts, std::string& out);
 
 // What `check` prints after its own lines: the [jail] shell, then the routes
 // of `tenant` (or, when null, of every member of the tenant group) and a
-// summary line. Returns true when the shell is usable and every route closed.
-bool report_for_check(const Policy& policy, const Account* tenant, std::string& out);
+// summary line. Returns what is open: "jail shell" when the shell is not
+// usable, then each open route's name; empty when all is closed.
+std::vector<std::string> report_for_check(const Policy& policy, const Account* tenant, std::string& out);
 
 // [jail] shell is exec'd by tmux as the tenant: like bwrap, only root may
 // have been able to put it there, and it must be executable.

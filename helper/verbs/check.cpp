@@ -6,6 +6,7 @@
 #include "host/placement.hpp"
 #include "host/systemd_scope.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "host/accounts.hpp"
@@ -137,16 +138,37 @@ void limits_section(const Prepared& p, Line&& line, Problem&& problem) {
                               (use.tasks ? std::to_string(*use.tasks) : std::string("-")));
 }
 
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
 }  // namespace
+
+CheckVerdict check_verdict(const std::vector<std::string>& problems, const std::vector<std::string>& open_routes) {
+    if (problems.empty() && open_routes.empty()) return {0, "result: a jail can start"};
+    std::string why;
+    if (!problems.empty()) why = "a jail cannot start (" + joined(problems) + ")";
+    if (!open_routes.empty())
+        why += (why.empty() ? "" : "; ") + std::string(open_routes.size() == 1 ? "a route around the jail is open ("
+                                                                               : "routes around the jail are open (") +
+               joined(open_routes) + ")";
+    return {static_cast<int>(Exit::host), "result: refused: " + why};
+}
+
+std::string check_refusal_line(const Error& e) { return "result: refused: " + e.message; }
 
 int do_check(const Prepared& p, const StartState& start) {
     const Policy& policy = p.policy();
     std::string r;
     bool can_start = true;
+    std::vector<std::string> failed;  // the keys of the FAIL lines, in order
     auto line = [&](const std::string& k, const std::string& v) { r += k + ": " + v + "\n"; };
     auto problem = [&](const std::string& k, const std::string& v) {
         line(k, "FAIL: " + v);
         can_start = false;
+        if (std::find(failed.begin(), failed.end(), k) == failed.end()) failed.push_back(k);
     };
     line("clihost-jail", CLIHOST_JAIL_VERSION);
     line("invocation", std::string(invocation_name(p.caller.invocation)) + " (caller " + p.caller.name + ", uid " +
@@ -247,15 +269,15 @@ int do_check(const Prepared& p, const StartState& start) {
             line("disk quota of " + a.name, quota_verdict(read_quota_facts(a.home, a.name, a.uid)).text);
     }
     // An open route around the jail fails check too (routes.hpp).
-    const bool closed = routes::report_for_check(policy, p.tenant ? &p.tenant->account : nullptr, r);
+    const auto open = routes::report_for_check(policy, p.tenant ? &p.tenant->account : nullptr, r);
     if (const auto sink = probe_audit_sink(); sink.ok) line("audit log", sink.detail); else problem("audit log", sink.detail);
-    line("result", can_start ? "a jail can start" : "a jail cannot start");
-    // The exit status is the answer; the report is for a human.
+    // The exit status is the answer, and the last line says the same, with why.
+    const CheckVerdict verdict = check_verdict(failed, open);
+    r += verdict.line + "\n";
     (void)std::fputs(r.c_str(), stdout);
     (void)std::fflush(stdout);
-    const bool passed = can_start && closed;
-    log::audit(passed ? "allow" : "fail", passed ? "check passed" : "check found problems");
-    return passed ? 0 : static_cast<int>(Exit::host);
+    log::audit(verdict.exit == 0 ? "allow" : "fail", verdict.exit == 0 ? "check passed" : "check found problems");
+    return verdict.exit;
 }
 
 }  // namespace clihost

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "host/config_file.hpp"
 #include "decide/identity.hpp"
@@ -23,6 +25,21 @@ struct Prepared {
     const Policy& policy() const { return loaded.policy; }
     TenantCreds probe_creds() const { return tenant ? creds_of(*tenant) : nobody_creds(); }
 };
+
+// check's verdict: its exit status and its last line, which says the same:
+// "result: a jail can start" (0), or "result: refused: " and why (3): the
+// keys of the FAIL lines ("a jail cannot start (bwrap, pam)") and the open
+// routes ("a route around the jail is open (sshd)").
+struct CheckVerdict {
+    int exit;
+    std::string line;
+};
+CheckVerdict check_verdict(const std::vector<std::string>& problems, const std::vector<std::string>& open_routes);
+
+// The last line of a check refused before its report (bad tenant, config):
+// "result: refused: " and the refusal's message (its exit status is the
+// refusal's).
+std::string check_refusal_line(const Error& e);
 
 // Prints the report; exit 0 only if a jail can start, every route around
 // the jail is closed and audit lines reach a syslog daemon, 3 otherwise.

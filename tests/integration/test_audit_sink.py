@@ -67,7 +67,7 @@ def test_check_fails_without_a_syslog_socket(host, alice, fake_dev_log, kind, re
         rc, out, err, _, _ = in_namespace(host, ["check", "--user", alice], fake_dev_log[kind])
     assert rc == 3, (out, err)
     assert f"audit log: FAIL: no syslog socket at /dev/log{reason}{LOST}" in out, out
-    assert out.endswith("result: a jail cannot start\n"), out
+    assert out.endswith("result: refused: a jail cannot start (audit log)\n"), out
     # Everything else about the host is fine: the audit log is the one problem.
     assert out.count("FAIL") == 1 and "jail trial: ok" in out, out
 

@@ -6,7 +6,7 @@ import pwd
 import shlex
 import subprocess
 
-from conftest import PROXY, STUB_TARGET, new_session, pids, routes_closed, wait_until
+from conftest import PROXY, STUB_TARGET, TEST_SSHD_DROP_IN, new_session, pids, routes_closed, wait_until
 
 
 def test_check_reports_a_startable_jail(host, alice):
@@ -25,7 +25,7 @@ def test_check_fails_with_exit_3_when_bwrap_is_missing(host):
     conf = host.config_variant({"jail": "bwrap = /nonexistent/bwrap"})
     r = host.run_root([host.bin, "check"], config=conf)
     assert r.returncode == 3
-    assert "bwrap: FAIL" in r.stdout and "result: a jail cannot start" in r.stdout
+    assert "bwrap: FAIL" in r.stdout and "result: refused: a jail cannot start (bwrap" in r.stdout
 
 
 def test_check_fails_with_exit_3_when_the_attach_stub_is_missing(host):
@@ -38,9 +38,43 @@ def test_check_fails_with_exit_3_when_the_attach_stub_is_missing(host):
         os.rename(STUB_TARGET + ".away", STUB_TARGET)
     assert r.returncode == 3
     assert f"attach stub: FAIL: {STUB_TARGET}: the attach stub cannot open {STUB_TARGET}: No such file" in r.stdout, r.stdout
-    assert "result: a jail cannot start" in r.stdout
+    assert "result: refused: a jail cannot start (attach stub" in r.stdout
     r = host.run_root([host.bin, "check"])
     assert f"attach stub: {STUB_TARGET}: ok" in r.stdout, r.stdout
+
+
+def test_checks_last_line_says_what_its_exit_status_says_on_every_path(host, alice):
+    """Issue 41, item 3: the guide says go live on exit 0 only, so the last
+    line never contradicts the status: "result: a jail can start" with 0,
+    "result: refused: " and why with anything else: a route around the jail
+    open (and nothing else), a problem, both, a refused tenant, a bad
+    command line, a config that does not load. Control: the same probe
+    passes the exit-0 path."""
+    def last_line(r):
+        lines = r.stdout.splitlines()
+        return lines[-1] if lines else ""
+
+    bad_bwrap = host.config_variant({"jail": "bwrap = /nonexistent/bwrap"})
+    bad_conf = host.config_variant({"jail": "no_such_key = 1"})
+    with routes_closed(alice):
+        ok = host.run_as(PROXY, [host.bin, "check", "--user", alice])
+        problem = host.run_root([host.bin, "check", "--user", alice], config=bad_bwrap)
+        os.unlink(TEST_SSHD_DROP_IN)  # sshd lets alice in: the one open route (restored after)
+        route = host.run_as(PROXY, [host.bin, "check", "--user", alice])
+        both = host.run_root([host.bin, "check", "--user", alice], config=bad_bwrap)
+    tenant = host.run_root([host.bin, "check", "--user", "root"])
+    usage = host.run_root([host.bin, "check", "--bogus"])
+    config = host.run_root([host.bin, "check"], config=bad_conf)
+    assert (ok.returncode, last_line(ok)) == (0, "result: a jail can start"), ok
+    assert (route.returncode, last_line(route)) == (3, "result: refused: a route around the jail is open (sshd)"), route
+    assert problem.returncode == 3 and last_line(problem) == "result: refused: a jail cannot start (bwrap)", problem
+    assert both.returncode == 3 and last_line(both) == (
+        "result: refused: a jail cannot start (bwrap); a route around the jail is open (sshd)"), both
+    assert tenant.returncode == 1 and last_line(tenant).startswith("result: refused: "), tenant
+    assert tenant.stderr.startswith("clihost-jail: ") and last_line(tenant)[17:] in tenant.stderr, tenant
+    assert usage.returncode == 2 and last_line(usage).startswith("result: refused: "), usage
+    assert config.returncode == 3 and last_line(config).startswith("result: refused: "), config
+    assert "no_such_key" in last_line(config), config
 
 
 def test_check_refuses_an_invalid_tenant(host):
@@ -57,7 +91,7 @@ def test_check_fails_for_a_tenant_that_run_would_refuse_in_pam(host, alice):
         try:
             r = host.run_as(PROXY, [host.bin, "check", "--user", alice])
             assert r.returncode == 3, r.stdout + r.stderr
-            assert "pam account: FAIL" in r.stdout and "result: a jail cannot start" in r.stdout, r.stdout
+            assert "pam account: FAIL" in r.stdout and "result: refused: a jail cannot start (pam account)" in r.stdout, r.stdout
             assert "jail trial" not in r.stdout
         finally:
             subprocess.run(["usermod", "-e", "", alice], check=True)

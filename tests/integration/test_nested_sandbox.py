@@ -377,7 +377,7 @@ def test_check_fails_when_the_inner_bwrap_cannot_run(host, alice):
         assert "jail trial: ok" in r.stdout, r.stdout
         assert ("nested sandbox trial: FAIL: an inner bwrap could not run /bin/true in the jail"
                 in r.stdout), r.stdout
-        assert "result: a jail cannot start" in r.stdout, r.stdout
+        assert "result: refused: a jail cannot start (nested sandbox trial)" in r.stdout, r.stdout
     finally:
         os.unlink(bw)
 

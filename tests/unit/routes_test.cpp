@@ -1,6 +1,8 @@
 // Routes around the jail: each evaluation over gathered facts, as tables.
 #include <gtest/gtest.h>
 
+#include "verbs/check.hpp"
+
 #include <map>
 
 #include "host/routes.hpp"
@@ -244,3 +246,18 @@ TEST(Routes, EvaluateCoversEveryRouteInOrder) {
     EXPECT_EQ(names, (std::vector<std::string>{"sshd", "login shell", "cron", "at", "linger", "pam_systemd",
                                                "forward"}));
 }
+
+// Issue 41, item 3: check's last line says what its exit status says.
+TEST(CheckVerdict, TheLastLineMatchesTheExitStatus) {
+    EXPECT_EQ(check_verdict({}, {}).exit, 0);
+    EXPECT_EQ(check_verdict({}, {}).line, "result: a jail can start");
+    auto v = check_verdict({}, {"sshd"});
+    EXPECT_EQ(v.exit, 3);
+    EXPECT_EQ(v.line, "result: refused: a route around the jail is open (sshd)");
+    v = check_verdict({"bwrap", "pam"}, {"sshd", "cron"});
+    EXPECT_EQ(v.exit, 3);
+    EXPECT_EQ(v.line, "result: refused: a jail cannot start (bwrap, pam); routes around the jail are open (sshd, cron)");
+    EXPECT_EQ(check_refusal_line({Exit::refused, "tenant root refused: uid 0"}),
+              "result: refused: tenant root refused: uid 0");
+}
+
