@@ -24,6 +24,10 @@ struct HostProbe {
     // unprivileged, so this saves a fork, a drop and two waits per launch.
     bool trial_deferred{false};
     std::vector<HostPath> paths;    // ro_bind entries as found on the host
+    // The entries of the host's /etc/profile.d (paths, sorted), listed when
+    // it is a directory of at most kMaxProfileEntries entries.
+    bool profile_d_listed{false};
+    std::vector<HostPath> profile_d;
 };
 
 struct TrialResult {

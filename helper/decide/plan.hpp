@@ -45,6 +45,13 @@ inline constexpr int kResolvFd = 7;
 // the command's argv and environment (handed_command, handed_env) and the
 // caller's descriptors (an attach's terminal; a one-off's stdio).
 inline constexpr int kAttachFd = 8;
+// Files a jail sees whose text the plan holds (Plan::data): bwrap copies
+// data file i from kDataFd + i (--ro-bind-data), read-only, mode 0444.
+inline constexpr int kDataFd = 9;
+inline constexpr std::size_t kMaxDataFiles = 2;
+// The jail's file under /etc/profile.d that applies [jail] setenv again in
+// every login shell, after /etc/profile reset PATH (profile_script).
+inline constexpr std::string_view kProfileScript = "/etc/profile.d/zz-clihost-jail.sh";
 
 // A jail's network.
 enum class JailNet {
@@ -93,11 +100,17 @@ struct Request {
 
 // One filesystem step of the jail, in bwrap's order.
 struct Mount {
-    enum class Kind { ro_bind, bind, symlink, dev, remount_ro, proc, tmpfs, resolv_conf };
+    enum class Kind { ro_bind, bind, symlink, dev, remount_ro, proc, tmpfs, resolv_conf, data };
     Kind kind;
     std::string source;  // ro_bind/bind: the host path; symlink: the link's target
     std::string dest;
-    std::uint64_t size{0};  // tmpfs: its size in bytes (bwrap --size)
+    std::uint64_t size{0};  // tmpfs: its size in bytes (bwrap --size); data: its index in Plan::data
+};
+
+// A file of the jail's made from text (Mount::Kind::data).
+struct DataFile {
+    std::string dest;
+    std::string text;
 };
 
 struct Plan {
@@ -108,6 +121,7 @@ struct Plan {
     JailNet net{JailNet::none};
     std::vector<std::string> net_argv;  // isolated: the user-mode network process (net.hpp)
     std::string resolv_conf;            // isolated: the jail's /etc/resolv.conf
+    std::vector<DataFile> data;         // at most kMaxDataFiles, from kDataFd on
     bool nested_sandbox{false};         // may create user namespaces (no --disable-userns)
     std::vector<Mount> mounts;          // after --dev and before the home's bind
     std::vector<std::string> command;   // what bwrap runs in the jail
@@ -202,6 +216,16 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const Reques
 
 // POSIX-shell quoting for `print`: the output can be pasted into sh.
 std::string shell_quote(std::string_view word);
+
+// The text of kProfileScript: for a POSIX shell, each [jail] setenv entry
+// exported again with the tenant's value, PATH as the operator set it
+// followed by the entries other profile scripts added. Empty without
+// setenv. The tenant's ~/.profile runs after it and may change anything.
+std::string profile_script(const Policy& policy, const Account& tenant);
+
+// For `print`: each of plan.data as "# DEST in the jail (fd N):" and its
+// lines, each after "#   ".
+std::string render_data_files(const Plan& plan);
 
 // The reason of the audit line that allows a planned jail to start: `what`,
 // then each of the plan's warnings as "; warning: W". One line per launch,

@@ -64,12 +64,13 @@ Result<BwrapExec> prepare_bwrap_exec(const Plan& plan, const JailFds& fds) {
     x.fault_exec = fault::fail("exec");
     auto program = seccomp_program_fd();
     if (!program) return program.error();
-    const std::pair<int, int> wanted[] = {{program.value().get(), kSeccompFd}, {fds.status, kStatusFd},
-                                          {fds.info, kInfoFd}, {fds.block, kBlockFd}, {fds.resolv, kResolvFd},
-                                          {fds.attach, kAttachFd}};
+    std::vector<std::pair<int, int>> wanted{{program.value().get(), kSeccompFd}, {fds.status, kStatusFd},
+                                            {fds.info, kInfoFd},   {fds.block, kBlockFd},
+                                            {fds.resolv, kResolvFd}, {fds.attach, kAttachFd}};
+    for (std::size_t i = 0; i < fds.data.size(); ++i) wanted.emplace_back(fds.data[i], kDataFd + static_cast<int>(i));
     for (const auto& [fd, at] : wanted) {
         if (fd < 0) continue;
-        UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, kAttachFd + 1));
+        UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, kDataFd + static_cast<int>(kMaxDataFiles)));
         if (!copy.valid()) return fail(Exit::internal, "cannot place bwrap's descriptors");
         x.place.emplace_back(copy.get(), at);
         x.copies.push_back(std::move(copy));

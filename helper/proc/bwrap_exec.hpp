@@ -4,6 +4,8 @@
 // kResolvFd) and the default signal dispositions. Internal to proc/.
 #pragma once
 
+#include <array>
+
 #include <sys/types.h>
 
 #include <string>
@@ -32,6 +34,7 @@ struct JailFds {
     int block{-1};   // kBlockFd: --block-fd (isolated jails)
     int resolv{-1};  // kResolvFd: the jail's resolv.conf (isolated jails)
     int attach{-1};  // kAttachFd: the attach stub's end of its connection (attach jails)
+    std::array<int, kMaxDataFiles> data{-1, -1};  // kDataFd + i: Plan::data[i]'s text
 };
 
 // Everything bwrap's exec needs, prepared (allocating, opening) before the

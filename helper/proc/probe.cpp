@@ -1,6 +1,7 @@
 // probe.cpp: mountinfo parsing and the namespace/procfs trial.
 #include "proc/probe.hpp"
 
+#include <dirent.h>
 #include <grp.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -181,6 +183,31 @@ std::vector<HostPath> inspect_host_paths(const std::vector<std::string>& paths) 
     return out;
 }
 
+bool list_profile_d(std::vector<HostPath>& out) {
+    constexpr std::size_t kMaxProfileEntries = 256;
+    const std::string dir = "/etc/profile.d";
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return false;
+    std::vector<std::string> names;
+    bool ok = true;
+    while (const dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if (name == "." || name == "..") continue;
+        if (names.size() == kMaxProfileEntries) ok = false;
+        else names.push_back(name);
+    }
+    ::closedir(d);
+    if (!ok) return false;
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) {
+        auto hp = inspect_host_paths({dir + "/" + n}).front();
+        if (hp.kind != HostPath::Kind::absent) out.push_back(std::move(hp));
+    }
+    return true;
+}
+
 void reap_trial() {
     if (unreaped_trial <= 0) return;
     int status = 0;
@@ -225,6 +252,7 @@ HostProbe probe_host(const std::vector<std::string>& ro_bind, uid_t uid, gid_t g
         p.host_proc_hidepid = mountinfo && mountinfo_proc_hidepid(mountinfo.value());
     }
     p.paths = inspect_host_paths(ro_bind);
+    p.profile_d_listed = list_profile_d(p.profile_d);
     return p;
 }
 

@@ -17,6 +17,9 @@ bool mountinfo_proc_hidepid(std::string_view mountinfo);
 
 // lstat each path (and readlink symlinks) so the plan binds only what exists.
 std::vector<HostPath> inspect_host_paths(const std::vector<std::string>& paths);
+// The entries of /etc/profile.d (HostProbe::profile_d), sorted; false when
+// it is not a directory, cannot be read or has more than 256 entries.
+bool list_profile_d(std::vector<HostPath>& out);
 
 // A child in new user+pid+mount namespaces (created as uid/gid: when running
 // as root, a forked child drops to them first and sets no_new_privs) mounts a

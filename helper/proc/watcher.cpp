@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -223,15 +224,27 @@ bool await_connection(int conn_fd, int stub_fd, pid_t bwrap, std::size_t handed)
     }
 }
 
-// The jail's resolv.conf, as bwrap --ro-bind-data reads it (from offset 0).
+// The jail's resolv.conf, or a data file of its plan, as bwrap
+// --ro-bind-data reads it (from offset 0).
 UniqueFd resolv_conf_fd(const std::string& text) {
-    UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, "clihost-jail-resolv", MFD_CLOEXEC)));
+    UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, "clihost-jail-data", MFD_CLOEXEC)));
     if (!fd.valid()) return fd;
     if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
         ::lseek(fd.get(), 0, SEEK_SET) != 0)
         fd.reset();
     return fd;
 }
+// The plan's data files (kDataFd on), each in a memfd of its own.
+Status data_fds(const Plan& plan, std::array<UniqueFd, kMaxDataFiles>& data, JailFds& fds) {
+    if (plan.data.size() > data.size()) return fail(Exit::internal, "too many data files in the jail's plan");
+    for (std::size_t i = 0; i < plan.data.size(); ++i) {
+        data[i] = resolv_conf_fd(plan.data[i].text);
+        if (!data[i].valid()) return fail(Exit::internal, "cannot prepare " + plan.data[i].dest);
+        fds.data[i] = data[i].get();
+    }
+    return ok_status();
+}
+
 }  // namespace
 
 Status prepare_socket_dir(const std::string& home_path, uid_t uid) {
@@ -309,6 +322,10 @@ int watch_jail(const WatchOrder& order) {
         resolv = resolv_conf_fd(plan.resolv_conf);
         if (!resolv.valid()) return failed(fail(Exit::internal, "cannot prepare the jail's resolv.conf"));
     }
+    // The plan's data files (kDataFd on).
+    std::array<UniqueFd, kMaxDataFiles> data;
+    JailFds fds{status[1], info[1], block[0], -1, -1};
+    if (auto st = data_fds(plan, data, fds); !st) return failed(st.error());
     // A waiting jail: the stub's end of its connection, as kAttachFd.
     UniqueFd stub_ours, stub_theirs;
     if (kind.waits) {
@@ -323,8 +340,10 @@ int watch_jail(const WatchOrder& order) {
     // end stays open here (inherited, close-on-exec) as well as in our root
     // parent until both are done with the jail: bwrap reads end of file as
     // the go-ahead, and it comes only once every process of the jail is gone.
-    auto started = start_bwrap_child(starting, plan, ::getpid(), kind.own_session, stderr_memfd.get(), go[0],
-                                     {status[1], info[1], block[0], resolv.get(), stub_theirs.get()}, order.jails);
+    fds.resolv = resolv.get();
+    fds.attach = stub_theirs.get();
+    auto started =
+        start_bwrap_child(starting, plan, ::getpid(), kind.own_session, stderr_memfd.get(), go[0], fds, order.jails);
     // The child has its copies (a descriptor table of its own): ours, which
     // could move any process into the tenant's cgroup, go now.
     if (order.jails != nullptr) order.jails->clear();

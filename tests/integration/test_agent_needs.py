@@ -177,6 +177,80 @@ def test_setenv_values_are_seen_in_session_attach_and_one_off_jails(host, alice,
     assert f"--setenv PATH {home}/.local/bin:{home}/.npm-global/bin:/usr/local/bin:/usr/bin:/bin" in p.stdout
 
 
+def _own(host, tenant, path):
+    pw = pwd.getpwnam(tenant)
+    for dirpath, dirs, files in os.walk(path):
+        for n in [dirpath, *(os.path.join(dirpath, f) for f in files)]:
+            os.chown(n, pw.pw_uid, pw.pw_gid)
+
+
+def test_setenv_holds_in_login_shells_new_tmux_windows_and_after_npm_install(host, alice, terms):
+    """Issue 41, item 1: tmux starts login shells, and Debian's /etc/profile
+    sets PATH for every user: the operator's PATH (jail.conf's example)
+    must still be there after /etc/profile and ~/.profile ran, in the first
+    window and in a new one, so that `npm install -g` into
+    NPM_CONFIG_PREFIX, then the installed command, works in the terminal
+    (a local package: no registry). The tenant's ~/.profile may still
+    prepend its own and change a value. Control: a non-login shell's PATH
+    is setenv's already (the jail's environment)."""
+    home = host.home(alice)
+    profile = os.path.join(home, ".profile")
+    kept = open(profile).read() if os.path.exists(profile) else None
+    try:
+        _login_shells_keep_setenv(host, alice, terms, home)
+    finally:
+        if kept is not None:
+            with open(profile, "w") as f:
+                f.write(kept)
+        for n in ("ctj-pkg", ".npm-global"):
+            shutil.rmtree(os.path.join(home, n), ignore_errors=True)
+        for n in os.listdir(home):
+            if n.startswith(".ctj-"):
+                os.unlink(os.path.join(home, n))
+
+
+def _login_shells_keep_setenv(host, alice, terms, home):
+    conf = host.config_variant({"jail": f"setenv = {AGENT_ENV}"})
+    want_path = f"{home}/.local/bin:{home}/.npm-global/bin:/usr/local/bin:/usr/bin:/bin"
+    pkg = os.path.join(home, "ctj-pkg")
+    os.makedirs(pkg, exist_ok=True)
+    with open(os.path.join(pkg, "package.json"), "w") as f:
+        json.dump({"name": "ctj-semver", "version": "1.0.0", "bin": {"ctj-semver": "cli.js"}}, f)
+    with open(os.path.join(pkg, "cli.js"), "w") as f:
+        f.write('#!/usr/bin/env node\nconsole.log("CTJ-SEMVER-" + process.argv[2]);\n')
+    os.chmod(os.path.join(pkg, "cli.js"), 0o755)
+    _own(host, alice, pkg)
+    t = root_attach(host, alice, new_session(), conf, terms)
+    assert shell_ready(t), t.output()
+
+    def shell_says(tag, command):
+        """What `command` printed in the terminal's current shell (through a
+        file in the home: a long PATH wraps on the screen)."""
+        out = os.path.join(home, f".ctj-{tag}")
+        t.write(f"({command}) > {out}.tmp 2>&1; mv {out}.tmp {out}\r")
+        assert wait_until(lambda: os.path.exists(out), 60), t.output()
+        return open(out).read().strip()
+
+    assert shell_says("login", "shopt -q login_shell && echo login") == "login"
+    assert shell_says("p1", "echo $PATH").startswith(want_path + ":"), "the first window's PATH"
+    assert shell_says("npm", "npm install -g --offline --no-audit --no-fund ~/ctj-pkg >/dev/null 2>&1; echo $?") == "0"
+    assert shell_says("semver1", "ctj-semver 1.2.3") == "CTJ-SEMVER-1.2.3"
+    # A new tmux window: another login shell, the same PATH.
+    t.write("tmux new-window\r")
+    assert shell_ready(t, "WIN2"), t.output()
+    assert shell_says("p2", "echo $PATH").startswith(want_path + ":"), "a new window's PATH"
+    assert shell_says("semver2", "ctj-semver 4.5.6") == "CTJ-SEMVER-4.5.6"
+    # The tenant's own ~/.profile runs last: it may prepend and change values.
+    with open(os.path.join(home, ".profile"), "a") as f:
+        f.write('\nPATH="$HOME/ctj-mine:$PATH"\nCTJ_FIXED=mine; export CTJ_FIXED\n')
+    t.write("tmux new-window\r")
+    assert shell_ready(t, "WIN3"), t.output()
+    assert shell_says("p3", "echo $PATH").startswith(f"{home}/ctj-mine:{want_path}:")
+    assert shell_says("f3", "echo $CTJ_FIXED") == "mine"
+    # Control: the jail's own environment, without a profile.
+    assert in_session_jail(host, alice, "echo $PATH").strip() == want_path
+
+
 @pytest.mark.parametrize("value,reason", [
     ("TTYD_SANDBOX=false", "setenv may not set TTYD_SANDBOX: the helper forces it to true"),
     ("HOME=/tmp", "setenv may not set HOME: the helper sets it from the tenant's account"),

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "base/handed.hpp"
 #include "decide/plan.hpp"
@@ -647,4 +648,59 @@ TEST(Environment, SetenvItemsTheParserWouldRefuseAreDropped) {
     auto env = build_environment(pol, alice().account, {}, {});
     EXPECT_EQ(env, (std::vector<std::string>{"HOME=/home/alice", "USER=alice", "LOGNAME=alice", "SHELL=/bin/bash",
                                              "PATH=/usr/local/bin:/usr/bin:/bin", "B=ok", "TTYD_SANDBOX=true"}));
+}
+
+// Issue 41, item 1: [jail] setenv in login shells. /etc/profile sets PATH
+// for every user; the session jail's and a one-off's /etc/profile.d is the
+// host's entries and a script of the helper's, last, that applies setenv
+// again (PATH first as the operator set it, then what other scripts added).
+TEST(Plan, SetenvIsAppliedAgainAfterEtcProfileInTheJailsThatRunShells) {
+    Policy pol;
+    pol.allow_caller_command = true;  // the one-off below
+    pol.setenv = {{"NPM_CONFIG_PREFIX", "$HOME/.npm-global"},
+                  {"PATH", "$HOME/.npm-global/bin:/usr/local/bin:/usr/bin:/bin"}};
+    HostProbe probe = full_probe();
+    probe.profile_d_listed = true;
+    probe.profile_d = {{"/etc/profile.d/a.sh", HostPath::Kind::other, {}},
+                       {"/etc/profile.d/b.sh", HostPath::Kind::symlink, "/opt/b.sh"}};
+    const auto serve = plan_with(pol, probe, {JailAction::serve, "", {}}).value();
+    const std::vector<std::string> want{"--size", "1048576", "--tmpfs", "/etc/profile.d",
+                                        "--ro-bind", "/etc/profile.d/a.sh", "/etc/profile.d/a.sh",
+                                        "--symlink", "/opt/b.sh", "/etc/profile.d/b.sh",
+                                        "--perms", "0444", "--ro-bind-data", "9", std::string(kProfileScript),
+                                        "--remount-ro", "/etc/profile.d",
+                                        "--bind", "/home/alice", "/home/alice"};
+    EXPECT_NE(std::search(serve.argv.begin(), serve.argv.end(), want.begin(), want.end()), serve.argv.end());
+    ASSERT_EQ(serve.data.size(), 1u);
+    EXPECT_EQ(serve.data[0].dest, kProfileScript);
+    const std::string& text = serve.data[0].text;
+    EXPECT_NE(text.find("NPM_CONFIG_PREFIX=/home/alice/.npm-global; export NPM_CONFIG_PREFIX\n"), std::string::npos);
+    EXPECT_NE(text.find("PATH=/home/alice/.npm-global/bin:/usr/local/bin:/usr/bin:/bin\n"), std::string::npos);
+    EXPECT_EQ(profile_script(pol, alice().account), text);
+    const auto oneoff = plan_with(pol, probe, {JailAction::command, "main", {"/bin/true"}}).value();
+    EXPECT_EQ(oneoff.data.size(), 1u);
+    // The client jails run no shell; without setenv, or without a listing
+    // of the host's /etc/profile.d, nothing changes.
+    for (auto a : {JailAction::attach, JailAction::list_sessions})
+        EXPECT_TRUE(plan_with(pol, probe, {a, "main", {}}).value().data.empty());
+    EXPECT_TRUE(plan_with(Policy{}, probe, {JailAction::serve, "", {}}).value().data.empty());
+    EXPECT_TRUE(plan_with(pol, full_probe(), {JailAction::serve, "", {}}).value().data.empty());
+    EXPECT_EQ(profile_script(Policy{}, alice().account), "");
+}
+
+// The script, run by a real POSIX shell after a PATH like /etc/profile's:
+// the operator's PATH first, the entries others added kept after it, once.
+TEST(Plan, TheProfileScriptPutsTheOperatorsPathFirstInARealShell) {
+    Policy pol;
+    pol.setenv = {{"PATH", "$HOME/bin:/usr/local/bin:/usr/bin:/bin"}, {"CTJ_X", "a.b"}};
+    const std::string script = profile_script(pol, alice().account);
+    const std::string cmd = "PATH=/usr/local/bin:/usr/bin:/bin:/usr/games:/opt/x/bin; " + script +
+                            "\nprintf '%s|%s' \"$PATH\" \"$CTJ_X\"";
+    std::string out;
+    FILE* f = ::popen(("/bin/sh -c " + shell_quote(cmd)).c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, f) != nullptr) out += buf;
+    ASSERT_EQ(::pclose(f), 0) << script;
+    EXPECT_EQ(out, "/home/alice/bin:/usr/local/bin:/usr/bin:/bin:/usr/games:/opt/x/bin|a.b");
 }
