@@ -107,6 +107,15 @@ struct CgroupWrite {
 // the CPU weight on the tenant's node (fairness between tenants).
 std::vector<CgroupWrite> limit_writes(const ResolvedLimits& r, CgroupVersion v, const CgroupCapability& cap);
 
+// A query jail's own allowance (`list` and `kill` ask the tenant's tmux
+// in one): its cgroup leaf's pids.max and memory limit, and what it may
+// count above tasks_max in RLIMIT_NPROC. A query jail is bwrap, its pid 1
+// and one tmux client; the tenant's tmux server can make that client exec
+// a command (detach-client -E), so the leaf is limited, and the query
+// deadline ends it.
+inline constexpr std::uint64_t kQueryTasks = 16;
+inline constexpr std::uint64_t kQueryMemory = std::uint64_t{64} << 20;
+
 // RLIMIT_NPROC of a jail: tasks_max (0: none) or the limit it already has
 // (pam_limits' for the tenant, or the host's), the lower. Soft and hard alike.
 // The kernel counts every process and thread of the uid on the host

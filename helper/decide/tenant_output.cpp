@@ -38,6 +38,7 @@ std::string_view state_name(SessionsState s) {
         case SessionsState::listed: return "listed";
         case SessionsState::not_queried: return "not-a-tenant";
         case SessionsState::no_answer: return "no-answer";
+        case SessionsState::none: return "none";
     }
     return "no-answer";
 }
@@ -94,6 +95,8 @@ std::string render_list_text(const ListEntry& e) {
     out += " sessions=";
     if (e.state == SessionsState::no_answer) {
         out += '?';
+    } else if (e.state == SessionsState::none) {
+        out += "(none)";  // '(' is never in a caller-form name
     } else if (e.state == SessionsState::not_queried || e.sessions.empty()) {
         out += '-';
     } else {
@@ -135,7 +138,7 @@ std::string render_list_json(const ListEntry& e) {
         out += "null";
     }
     out += ", \"sessions\": ";
-    if (e.state == SessionsState::listed) {
+    if (e.state == SessionsState::listed || e.state == SessionsState::none) {
         out += '[';
         for (std::size_t i = 0; i < e.sessions.size(); ++i) {
             if (i > 0) out += ", ";
@@ -146,8 +149,9 @@ std::string render_list_json(const ListEntry& e) {
         out += "null";
     }
     out.append(", \"sessions_state\": ").append(json_string(state_name(e.state)));
-    for (const auto& [key, value] : e.figures)
-        out.append(", ").append(json_string(escape_account_name(key))).append(": ").append(value ? std::to_string(*value) : "null");
+    for (const auto* figures : {&e.figures, &e.json_figures})
+        for (const auto& [key, value] : *figures)
+            out.append(", ").append(json_string(escape_account_name(key))).append(": ").append(value ? std::to_string(*value) : "null");
     out.append(", \"earlier_version\": ").append(e.earlier_version ? "true" : "false");
     return out + "}\n";
 }

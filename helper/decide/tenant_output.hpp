@@ -40,6 +40,7 @@ enum class SessionsState {
     listed,       // sessions holds what its tmux answered
     not_queried,  // its owner is no longer a tenant (removed from the group, say)
     no_answer,    // its tmux did not answer within the deadline, or failed
+    none,         // its supervisor runs no session jail (one-off jails only, or it is ending)
 };
 
 struct ListEntry {
@@ -56,6 +57,8 @@ struct ListEntry {
     // Further figures (the resources issue's usage), in this order; an
     // unknown one (no cgroup on this host) is `-` in text, null in JSON.
     std::vector<std::pair<std::string, std::optional<long long>>> figures;
+    // Figures in the JSON object only, after those (memory_anon, memory_file).
+    std::vector<std::pair<std::string, std::optional<long long>>> json_figures;
     // A session jail of a build before the owner model (a v1 record): it
     // stays where it was started, in its caller's cgroup, until `stop`.
     bool earlier_version{false};
@@ -64,14 +67,16 @@ struct ListEntry {
 // One text line: tenant=NAME uid=UID supervisor=PID started=ISO8601
 // changed=KEYS sessions=a,b,c [KEY=N ...]; changed=- : none, unknown : not
 // recorded. sessions=- : none, or its owner is no longer
-// a tenant; sessions=? : its tmux did not answer. The tenant name is
+// a tenant; sessions=? : its tmux did not answer; sessions=(none): its
+// supervisor runs no session jail (one-offs only). The tenant name is
 // escaped like a session name; nothing in the line comes raw from a tenant.
 std::string render_list_text(const ListEntry& e);
 
 // One JSON object on one line (JSON Lines): {"tenant": ..., "uid": N,
 // "supervisor": N, "started": "ISO8601", "changed": [...] or null (not
 // recorded), "sessions": [...] or null,
-// "sessions_state": "listed" | "not-a-tenant" | "no-answer", KEY: N...,
+// "sessions_state": "listed" | "not-a-tenant" | "no-answer" | "none"
+// (sessions [], no session jail), KEY: N... (figures, then json_figures),
 // "earlier_version": true | false}.
 std::string render_list_json(const ListEntry& e);
 

@@ -207,6 +207,7 @@ Result<TenantCgroup> TenantCgroup::setup_at(const CgroupHost& host, const Limits
         if (made && host.version == CgroupVersion::v2) hand_down_controllers(dir);
         if (made) made = make_dir(dir + "/supervisor");
         if (made) made = make_dir(dir + "/jails");
+        if (made) (void)make_dir(dir + "/query");  // optional: limit_query_leaf decides
         if (!made) {
             if (why.empty()) why = made.error().message;
             continue;
@@ -236,7 +237,34 @@ Result<TenantCgroup> TenantCgroup::setup_at(const CgroupHost& host, const Limits
         const std::string dir = w.node.empty() ? n->dir : n->dir + "/" + w.node;
         if (auto st = write_file(dir + "/" + w.file, w.value); !st) return st.error();
     }
+    cg.limit_query_leaf();
     return cg;
+}
+
+// The query leaf's own small limits (kQueryTasks, kQueryMemory), in each
+// hierarchy that limits the jails leaf. Where one cannot be written, the
+// leaf goes and queries use the jails leaf, as before it existed: never a
+// query leaf without limits.
+void TenantCgroup::limit_query_leaf() const {
+    const bool v2 = version_ == CgroupVersion::v2;
+    std::vector<std::pair<const char*, std::string>> writes;  // controller, file
+    if (cap_.pids) writes.emplace_back(v2 ? "" : "pids", "pids.max");
+    if (cap_.memory) writes.emplace_back(v2 ? "" : "memory", v2 ? "memory.max" : "memory.limit_in_bytes");
+    bool ok = true;
+    for (const auto& [controller, file] : writes) {
+        const Node* n = node_of(controller);
+        const std::string value = std::to_string(file == "pids.max" ? kQueryTasks : kQueryMemory);
+        ok = ok && n != nullptr && write_file(n->dir + "/query/" + file, value).ok();
+    }
+    if (ok && !writes.empty()) return;
+    for (const auto& n : nodes_) (void)::rmdir((n.dir + "/query").c_str());
+}
+
+bool TenantCgroup::has_query_leaf() const {
+    if (nodes_.empty()) return false;
+    for (const auto& n : nodes_)
+        if (!exists(n.dir + "/query/cgroup.procs")) return false;
+    return true;
 }
 
 TenantCgroup TenantCgroup::open(const CgroupHost& host, const std::string& parent, uid_t uid) {
@@ -269,15 +297,22 @@ Status TenantCgroup::enter(const char* leaf, pid_t pid) const {
 }
 
 Status TenantCgroup::enter_supervisor(pid_t pid) const { return enter("supervisor", pid); }
-Result<std::vector<UniqueFd>> TenantCgroup::open_jails() const {
+Result<std::vector<UniqueFd>> TenantCgroup::open_jails() const { return open_leaf("jails"); }
+
+Result<std::vector<UniqueFd>> TenantCgroup::open_leaf(const char* leaf) const {
     std::vector<UniqueFd> out;
     for (const auto& n : nodes_) {
-        const std::string file = n.dir + "/jails/cgroup.procs";
+        const std::string file = n.dir + "/" + leaf + "/cgroup.procs";
         UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
         if (!fd.valid()) return fail(Exit::internal, "cannot open " + file + ": " + errno_text(errno));
         out.push_back(std::move(fd));
     }
     return out;
+}
+
+MemorySplit memory_split(const std::string& stat, CgroupVersion version) {
+    if (version == CgroupVersion::v2) return {keyed(stat, "anon"), keyed(stat, "file")};
+    return {keyed(stat, "total_rss"), keyed(stat, "total_cache")};
 }
 
 CgroupUsage TenantCgroup::usage() const {
@@ -287,6 +322,11 @@ CgroupUsage TenantCgroup::usage() const {
         u.memory = read_number(m->dir + (v2 ? "/jails/memory.current" : "/jails/memory.usage_in_bytes"));
         if (auto t = read_file(m->dir + (v2 ? "/jails/memory.events" : "/jails/memory.oom_control")))
             u.oom_kills = keyed(*t, "oom_kill");
+        if (auto t = read_file(m->dir + "/jails/memory.stat")) {
+            const auto split = memory_split(*t, version_);
+            u.memory_anon = split.anon;
+            u.memory_file = split.file;
+        }
     }
     if (const Node* p = node_of(v2 ? "" : "pids")) u.tasks = read_number(p->dir + "/jails/pids.current");
     return u;
@@ -346,10 +386,25 @@ Status TenantCgroup::kill_jails() const {
         if (auto st = write_file(pids->dir + "/jails/pids.max", "0"); !st) return st.error();
     }
     for (int i = 0; i < 500; ++i, sleep_ms(10)) {
-        if (all_empty()) return ok_status();
+        if (all_empty()) return kill_queries();
         kill_listed();
     }
     return fail(Exit::internal, "the tenant's jails cgroup did not become empty");
+}
+
+// The query leaf's few processes (kQueryTasks at most: no fork outruns
+// the rounds), SIGKILLed until it is empty.
+Status TenantCgroup::kill_queries() const {
+    for (int i = 0; i < 500; ++i, sleep_ms(10)) {
+        bool empty = true;
+        for (const auto& n : nodes_)
+            for (pid_t pid : procs(n.dir + "/query")) {
+                empty = false;
+                ::kill(pid, SIGKILL);
+            }
+        if (empty) return ok_status();
+    }
+    return fail(Exit::internal, "the tenant's query cgroup did not become empty");
 }
 
 Status TenantCgroup::remove() const {
@@ -358,7 +413,7 @@ Status TenantCgroup::remove() const {
     // scope whose cgroup went first never ends. Only the leaves are ours.
     const bool scope = rel_.rfind(slice_cgroup(kTenantSlice) + "/", 0) == 0;
     for (const auto& n : nodes_)
-        for (const std::string& d : {n.dir + "/jails", n.dir + "/supervisor", n.dir}) {
+        for (const std::string& d : {n.dir + "/query", n.dir + "/jails", n.dir + "/supervisor", n.dir}) {
             if (scope && d == n.dir && n.controller.empty()) continue;
             if (::rmdir(d.c_str()) == 0 || errno == ENOENT) continue;
             if (scope && d == n.dir) continue;
@@ -370,15 +425,16 @@ Status TenantCgroup::remove() const {
 Result<std::vector<UniqueFd>> JailPlacement::apply() const {
     std::vector<UniqueFd> jails;
     if (cgroup != nullptr) {
-        auto opened = cgroup->open_jails();
+        auto opened = query && cgroup->has_query_leaf() ? cgroup->open_leaf("query") : cgroup->open_jails();
         if (!opened) return fail(Exit::host, "cannot enter the tenant's cgroup: " + opened.error().message);
         jails = std::move(opened).value();
     }
     if (nproc != 0) {
         rlimit rl{};
         if (::getrlimit(RLIMIT_NPROC, &rl) != 0) return fail(Exit::internal, "getrlimit failed");
-        rl.rlim_cur = static_cast<rlim_t>(nproc_limit(rl.rlim_cur, nproc));
-        rl.rlim_max = static_cast<rlim_t>(nproc_limit(rl.rlim_max, nproc));
+        const std::uint64_t allowed = query ? nproc + kQueryTasks : nproc;
+        rl.rlim_cur = static_cast<rlim_t>(nproc_limit(rl.rlim_cur, allowed));
+        rl.rlim_max = static_cast<rlim_t>(nproc_limit(rl.rlim_max, allowed));
         if (::setrlimit(RLIMIT_NPROC, &rl) != 0) return fail(Exit::internal, "cannot set RLIMIT_NPROC");
     }
     return jails;

@@ -51,9 +51,24 @@ std::uint64_t available_memory(const CgroupHost& host, const std::string& parent
 
 struct CgroupUsage {
     std::optional<std::uint64_t> memory;    // bytes charged to the jails
+    // Of that (memory.stat, memory_split): anonymous memory (heaps,
+    // stacks), which only the OOM killer frees, and file pages (the page
+    // cache of files read and written, tmpfs included), which the kernel
+    // reclaims first when memory_max is reached (tmpfs only to swap).
+    std::optional<std::uint64_t> memory_anon;
+    std::optional<std::uint64_t> memory_file;
     std::optional<std::uint64_t> tasks;     // processes and threads of the jails
     std::optional<std::uint64_t> oom_kills; // processes the jails' memory limit killed
 };
+
+// Anonymous and file bytes from a memory.stat text: v2's "anon" and
+// "file"; v1's hierarchical "total_rss" and "total_cache" (the jails'
+// cgroup and all below it). A key the text lacks is unknown.
+struct MemorySplit {
+    std::optional<std::uint64_t> anon;
+    std::optional<std::uint64_t> file;
+};
+MemorySplit memory_split(const std::string& stat, CgroupVersion version);
 
 class TenantCgroup {
 public:
@@ -88,6 +103,13 @@ public:
     // The kernel checks the opener's credentials, so a process that is
     // already the tenant enters with descriptors root opened.
     Result<std::vector<UniqueFd>> open_jails() const;
+    // The same for LEAF ("jails", "query").
+    Result<std::vector<UniqueFd>> open_leaf(const char* leaf) const;
+    // Whether every hierarchy has the query leaf: PARENT/UID/query, a
+    // sibling of the jails leaf with limits of its own (kQueryTasks,
+    // kQueryMemory), where `list` and `kill` query jails run, so that a
+    // tenant at its tasks_max or memory_max still has its sessions listed.
+    bool has_query_leaf() const;
 
     CgroupUsage usage() const;
     // The limits as the kernel reads them back (for `check`).
@@ -96,6 +118,7 @@ public:
     // Ends every process in the jails leaf and waits until it is empty:
     // v2 cgroup.kill; v1 the freezer where there is one (frozen, SIGKILLed,
     // thawed), else pids.max 0 and SIGKILL over cgroup.procs until empty.
+    // The query leaf's processes end with them.
     Status kill_jails() const;
     // Removes the leaves and PARENT/UID (none may hold a process).
     Status remove() const;
@@ -113,6 +136,8 @@ private:
     std::vector<std::string> warnings_;
 
     const Node* node_of(const std::string& controller) const;
+    void limit_query_leaf() const;
+    Status kill_queries() const;
     Status enter(const char* leaf, pid_t pid) const;
 };
 
@@ -125,6 +150,11 @@ private:
 struct JailPlacement {
     const TenantCgroup* cgroup{nullptr};
     std::uint64_t nproc{0};  // 0: unchanged
+    // A query jail: the query leaf where there is one, and RLIMIT_NPROC
+    // nproc + kQueryTasks (the kernel counts the uid's processes in every
+    // jail against each jail's limit: at tasks_max, a query jail could not
+    // fork within nproc).
+    bool query{false};
     Result<std::vector<UniqueFd>> apply() const;
 };
 

@@ -725,6 +725,17 @@ private:
 
     // The waiting attach jail, if one has started (its watcher's report,
     // read here once it has come, without waiting) and answers no query.
+    // A tenant at (or within a few tasks of) its tasks_max: the waiting
+    // attach jail, in the jails leaf, could not fork its tmux client; a
+    // query jail has an allowance of its own (JailPlacement::query).
+    bool at_task_limit() const {
+        constexpr std::uint64_t kMargin = 8;  // the tenant's tasks outside the leaf (slirp4netns) count too
+        if (c_.place.cgroup == nullptr) return false;
+        const auto max = c_.place.cgroup->resolved().tasks_max;
+        const auto tasks = c_.place.cgroup->usage().tasks;
+        return max && tasks && *tasks + kMargin >= *max;
+    }
+
     bool waiting_jail_free() {
         if (prepared_.watcher <= 0 || ending_at_ != 0) return false;
         for (const auto& c : conns_)
@@ -752,7 +763,7 @@ private:
             a.kind = rq.kind == HandoverKind::list ? QueryAnswer::Kind::sessions : QueryAnswer::Kind::no_session_jail;
             return answer(c, a);
         }
-        if (waiting_jail_free()) {
+        if (!at_task_limit() && waiting_jail_free()) {
             auto asked = ask_waiting_jail(c_, rq.kind, rq.session, prepared_.chan.get(), prepared_.watcher);
             if (asked) {
                 c.query = std::make_unique<RunningQuery>(std::move(asked).value());

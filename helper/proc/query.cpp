@@ -54,7 +54,11 @@ Result<RunningQuery> start_query(const OwnerContext& ctx, HandoverKind kind, con
         return fail(Exit::internal, "cannot make a query jail's pipes");
     auto start = QueryJailStart::make(plan.value(), Stdio{{null.get(), out_w.get(), err_w.get()}});
     if (!start) return start.error();
-    auto pid = start_jail(start.value(), TenantContext{&ctx.limits, &ctx.place});
+    // Its own allowance (JailPlacement::query): a tenant at its tasks_max
+    // still has its sessions listed and killed.
+    JailPlacement place = ctx.place;
+    place.query = true;
+    auto pid = start_jail(start.value(), TenantContext{&ctx.limits, &place});
     if (!pid) return pid.error();
     q.watcher = pid.value();
     q.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTenantQueryDeadlineMs);

@@ -218,6 +218,7 @@ int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) 
             for (const auto& a : pl.handed_command) out.append(" ").append(shell_quote(a));
             out.append("\n");
         }
+        out += render_data_files(pl);
         if (pl.net == JailNet::isolated) {
             // The user-mode network, as the root parent starts it once bwrap
             // has made the namespace (net.hpp), and the resolv.conf bwrap copies.
@@ -387,7 +388,8 @@ int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
 // output but its session names, escaped (caller_session_name). changed=:
 // the settings the jail runs with that differ from the config file now
 // (a running jail keeps them until `stop`). memory=, tasks=: the usage of
-// all the tenant's jails, from its cgroup (`-`/null: none on this host).
+// all the tenant's jails, from its cgroup (`-`/null: none on this host);
+// JSON adds memory_anon and memory_file (cgroup.hpp, CgroupUsage).
 int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     std::optional<uid_t> only;
     if (cl.user) {
@@ -398,6 +400,7 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
     std::vector<ListEntry> entries;
     std::vector<SupervisorRecord> asked;
     std::vector<std::size_t> owner;  // asked[i] answers for entries[owner[i]]
+    const auto dir = RuntimeDir::open();
     for (const auto& r : live_session_jails()) {
         if (only && r.uid != *only) continue;
         ListEntry e;
@@ -410,9 +413,12 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
         auto tenant = validate_tenant(p.policy(), r.tenant, db, inspect_home);
         if (tenant && tenant.value().account.uid == r.uid) {
             // A supervisor of an earlier version speaks another protocol:
-            // its sessions are unknown, it is not asked.
+            // its sessions are unknown, it is not asked. One that runs no
+            // session jail (one-offs only, or ending) has no tmux to ask.
             e.state = SessionsState::no_answer;
-            if (r.version == kRecordVersion) {
+            if (r.version == kRecordVersion && dir && !dir.value().runs_session_jail(r)) {
+                e.state = SessionsState::none;
+            } else if (r.version == kRecordVersion) {
                 asked.push_back(r);
                 owner.push_back(entries.size());
             }
@@ -427,6 +433,7 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
             return static_cast<long long>(*n);
         };
         e.figures = {{"memory", num(use.memory)}, {"tasks", num(use.tasks)}};
+        e.json_figures = {{"memory_anon", num(use.memory_anon)}, {"memory_file", num(use.memory_file)}};
         entries.push_back(std::move(e));
     }
     // Every supervisor at once: one that does not answer is sessions=?.
@@ -450,7 +457,11 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
     SystemAccountDb db;
     Caller caller = note_caller(start, db);
     auto parsed = parse_command_line(args);
-    if (!parsed) return refuse(parsed.error());
+    if (!parsed) {
+        // check's last line says what its exit status says, on every path.
+        if (args.size() > 1 && args[1] == "check") (void)std::printf("%s\n", check_refusal_line(parsed.error()).c_str());
+        return refuse(parsed.error());
+    }
     const CommandLine& cl = parsed.value();
     if (cl.verb == Verb::version) {
         std::printf("clihost-jail %s\n", CLIHOST_JAIL_VERSION);
@@ -465,8 +476,15 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
     if (cl.user) ctx.tenant = *cl.user;
     if (cl.session) ctx.session = *cl.session;
 
+    auto refuse_verb = [&](const Error& e) {
+        if (cl.verb == Verb::check) {
+            (void)std::fputs((check_refusal_line(e) + "\n").c_str(), stdout);
+            (void)std::fflush(stdout);
+        }
+        return refuse(e);
+    };
     auto prepared = prepare(start, db, std::move(caller));
-    if (!prepared) return refuse(prepared.error());
+    if (!prepared) return refuse_verb(prepared.error());
     Prepared& p = prepared.value();
     const bool attach = cl.verb == Verb::run && cl.command.empty();
     // stop and list name a tenant who may no longer qualify (disabled,
@@ -474,7 +492,7 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
     if (cl.user && cl.verb != Verb::stop && cl.verb != Verb::list) {
         auto t = validate_tenant(p.policy(), *cl.user, db, inspect_home);
         if (!t) {
-            const int rc = refuse(t.error());
+            const int rc = refuse_verb(t.error());
             if (attach && t.error().code == Exit::refused) refusal_backoff(p.policy(), *cl.user, db);
             return rc;
         }
@@ -489,7 +507,7 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
 
     // The verb's requirements (one table), before its body.
     if (auto st = require_all(requirements_of(cl.verb, attach), p); !st) {
-        const int rc = refuse(st.error());
+        const int rc = refuse_verb(st.error());
         if (attach && st.error().code == Exit::refused) refusal_backoff(p.policy(), *cl.user, db);
         return rc;
     }

@@ -3,13 +3,18 @@ running one (issue 22, item 1), which starts the query jail (a tmux client)
 as its own child, in the tenant's jails cgroup, and answers; with no session
 jail (only one-off jails) it answers at once. The endpoint answers a query
 from root only."""
+import json
 import os
 import pwd
 import socket
 import subprocess
 import time
 
-from conftest import CGROUP_PARENT, PROXY, RUNTIME_DIR, cgroup_missing, new_session, pids, start_as, wait_until
+import pytest
+
+from conftest import (CGROUP_PARENT, PROXY, RUNTIME_DIR, cgroup_missing, new_session, pids, start_as,
+                      tenant_cgroup, wait_until)
+from forkbomb import FORKS
 from ownerutil import ancestors, listed_json, ppid, supervisor_pid
 from ptyutil import PtyProcess, attach, shell_ready
 
@@ -71,7 +76,9 @@ def test_the_query_jail_is_the_supervisors_in_the_tenants_jails_cgroup(host, ali
             assert sup in up, (p, sup, up)
             assert front.pid not in up, (p, front.pid, up)
             if cg:
-                assert f"{CGROUP_PARENT}/{uid}/jails" in open(f"/proc/{p}/cgroup").read()
+                # The waiting attach jail's (jails leaf) or a query jail's (its own leaf).
+                where = open(f"/proc/{p}/cgroup").read()
+                assert f"{CGROUP_PARENT}/{uid}/jails" in where or f"{CGROUP_PARENT}/{uid}/query" in where, where
         # No process of the tenant is a child of the front.
         for p in pids(uid=uid, live=True):
             try:
@@ -97,11 +104,12 @@ def test_a_supervisor_of_one_off_jails_only_lists_no_session_kill_refuses_and_st
     assert supervisor_pid(alice)
     started = time.monotonic()
     entry = listed_json(host, alice)
-    # No tmux to ask: zero sessions at once, never "no answer" (sessions=?).
-    assert entry["sessions_state"] == "listed" and entry["sessions"] == [], entry
+    # No tmux to ask: zero sessions at once, never "no answer" (sessions=?),
+    # and said to be so: a supervisor of one-offs only (issue 41, item 4).
+    assert entry["sessions_state"] == "none" and entry["sessions"] == [], entry
     assert time.monotonic() - started < 1.5
     r = host.run_as(PROXY, [host.bin, "list", "--user", alice])
-    assert r.returncode == 0 and " sessions=- " in r.stdout and "sessions=?" not in r.stdout, r
+    assert r.returncode == 0 and " sessions=(none) " in r.stdout and "sessions=?" not in r.stdout, r
     k = host.run_as(PROXY, [host.bin, "kill", "--user", alice, "--session", "main"])
     assert k.returncode == 1 and k.stderr == f"clihost-jail: tenant {alice} has no session jail\n", k
     # The one-off jail ran on throughout.
@@ -164,3 +172,43 @@ def test_a_query_from_a_non_root_peer_is_refused(host, alice, terms):
         os.chmod(RUNTIME_DIR, 0o700)
     # Nothing was killed: the session is still listed.
     assert listed_json(host, alice)["sessions"] == [s]
+
+
+def test_a_tenant_at_its_tasks_max_still_has_its_sessions_listed(host, alice, terms):
+    """Issue 41, item 4: a tenant whose jails hold all of its tasks_max (a
+    fork-holder in its session) still has its sessions listed: the query
+    jail runs in a leaf of its own with its own small allowance, in the
+    cgroup and in RLIMIT_NPROC. Control: the holder really is at the limit
+    (its forks failed, pids.current is pids.max)."""
+    why = cgroup_missing("pids")
+    if why:
+        pytest.skip(why)
+    conf = host.config_variant(replace={"limits": {"tasks_max": "64"}})
+    s = new_session()
+    t = PtyProcess([host.bin, "run", "--user", alice, "--session", s],
+                   env={"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "CLIHOST_JAIL_CONFIG": conf})
+    terms.append(t)
+    assert shell_ready(t), t.output()
+    home = pwd.getpwnam(alice).pw_dir
+    script, out = os.path.join(home, ".ctj-forks.py"), os.path.join(home, ".ctj-forks")
+    with open(script, "w") as f:
+        f.write(FORKS)
+    try:
+        t.write(f"python3 {script} 200 {out} wait &\r")
+        assert wait_until(lambda: os.path.exists(out) and open(out).read(), 30), t.output()
+        assert int(open(out).read()) < 200, "the holder's forks all worked: not at the limit"
+        jails = tenant_cgroup(alice, "pids")
+        # RLIMIT_NPROC counts the tenant's tasks outside the leaf too (slirp4netns).
+        assert int(open(f"{jails}/pids.current").read()) >= 64 - 8, open(f"{jails}/pids.current").read()
+        r = host.run_root([host.bin, "list", "--json", "--user", alice], config=conf)
+        assert r.returncode == 0, r
+        entry = json.loads(r.stdout)
+        assert entry["sessions_state"] == "listed" and entry["sessions"] == [s], entry
+        # The query's leaf is empty again, and kept its own limits.
+        query = tenant_cgroup(alice, "pids", leaf="query")
+        assert open(f"{query}/pids.max").read().strip() == "16"
+        assert wait_until(lambda: open(f"{query}/cgroup.procs").read() == "", 5)
+    finally:
+        for p in (script, out):
+            if os.path.exists(p):
+                os.unlink(p)

@@ -213,10 +213,59 @@ TEST(Cgroup, V2UsageKillAndOpen) {
     EXPECT_EQ(u.memory, 1048576u);
     EXPECT_EQ(u.tasks, 12u);
     EXPECT_EQ(u.oom_kills, 1u);
+    EXPECT_FALSE(u.memory_anon) << "no memory.stat: unknown, not 0";
     // stop's kill is cgroup.kill, one write; the leaf is then empty.
     ASSERT_TRUE(cg.kill_jails().ok());
     EXPECT_EQ(t.read("p/7/jails/cgroup.kill"), "1");
     EXPECT_FALSE(TenantCgroup::open(host, "p", 8).placed());
+}
+
+// list's memory_anon and memory_file: the jails' memory.stat, read from a
+// real kernel's layout (v2: anon/file; v1: the hierarchical totals, not the
+// cgroup's own rss/cache, which leave out the cgroups below it).
+TEST(Cgroup, MemorySplitSeparatesAnonymousMemoryFromThePageCache) {
+    const std::string v2 = "anon 52428800\nfile 1140850688\nkernel 4096000\nkernel_stack 16384\n"
+                           "anon_thp 0\nfile_mapped 1024\nfile_dirty 0\nshmem 4096\n";
+    EXPECT_EQ(memory_split(v2, CgroupVersion::v2).anon, 52428800u);
+    EXPECT_EQ(memory_split(v2, CgroupVersion::v2).file, 1140850688u);
+    const std::string v1 = "cache 4096\nrss 8192\nrss_huge 0\nshmem 0\nmapped_file 0\n"
+                           "total_cache 1140850688\ntotal_rss 52428800\ntotal_rss_huge 2097152\n"
+                           "total_shmem 4096\n";
+    EXPECT_EQ(memory_split(v1, CgroupVersion::v1).anon, 52428800u);
+    EXPECT_EQ(memory_split(v1, CgroupVersion::v1).file, 1140850688u);
+    // A key missing (an older kernel, a truncated read) is unknown, not 0.
+    EXPECT_FALSE(memory_split("anon_thp 0\nfile_mapped 9\n", CgroupVersion::v2).anon);
+    EXPECT_FALSE(memory_split("anon_thp 0\nfile_mapped 9\n", CgroupVersion::v2).file);
+    EXPECT_FALSE(memory_split(v2, CgroupVersion::v1).anon);
+}
+
+TEST(Cgroup, UsageReadsTheJailsMemoryStatOnV2AndV1) {
+    {
+        Tree t;
+        t.file("cgroup.controllers", "cpu memory pids\n");
+        for (const char* d : {"p", "p/7", "p/7/supervisor", "p/7/jails"}) v2_cgroup(t, d);
+        t.file("p/7/jails/memory.current", "1192595456\n");
+        t.file("p/7/jails/memory.stat", "anon 51744768\nfile 1140850688\n");
+        const auto u = TenantCgroup::open(detect_cgroups(t.root(), false), "p", 7).usage();
+        EXPECT_EQ(u.memory, 1192595456u);
+        EXPECT_EQ(u.memory_anon, 51744768u);
+        EXPECT_EQ(u.memory_file, 1140850688u);
+    }
+    Tree t;
+    for (const char* c : {"memory", "pids"}) {
+        t.dir(c);
+        t.file(std::string(c) + "/cgroup.procs");
+        for (const char* d : {"/p", "/p/9", "/p/9/supervisor", "/p/9/jails"}) {
+            t.dir(std::string(c) + d);
+            t.file(std::string(c) + d + "/cgroup.procs");
+        }
+    }
+    t.file("memory/p/9/jails/memory.usage_in_bytes", "1192595456\n");
+    t.file("memory/p/9/jails/memory.stat", "cache 0\nrss 0\ntotal_cache 1140850688\ntotal_rss 51744768\n");
+    const auto u = TenantCgroup::open(detect_cgroups(t.root(), false), "p", 9).usage();
+    EXPECT_EQ(u.memory, 1192595456u);
+    EXPECT_EQ(u.memory_anon, 51744768u);
+    EXPECT_EQ(u.memory_file, 1140850688u);
 }
 
 TEST(Cgroup, V2WithoutThePidsControllerLeavesTasksMaxToRlimitNproc) {

@@ -119,6 +119,21 @@ TEST(ListText, NoneNotATenantAndNoAnswerAreTold) {
     EXPECT_NE(render_list_json(e).find("\"memory\": null, \"tasks\": null, "), std::string::npos);
 }
 
+// Issue 41, items 4 and 5: a supervisor of one-offs only is said to be so,
+// neither `?` nor `-`; memory_anon and memory_file are JSON's only.
+TEST(ListText, ASupervisorWithoutASessionJailAndTheMemorySplit) {
+    auto e = entry({}, SessionsState::none);
+    EXPECT_NE(render_list_text(e).find(" sessions=(none)\n"), std::string::npos);
+    EXPECT_NE(render_list_json(e).find("\"sessions\": [], \"sessions_state\": \"none\""), std::string::npos);
+    e = entry({"a"});
+    e.figures = {{"memory", 1192595456}, {"tasks", 7}};
+    e.json_figures = {{"memory_anon", 51744768}, {"memory_file", std::nullopt}};
+    EXPECT_NE(render_list_text(e).find(" sessions=a memory=1192595456 tasks=7\n"), std::string::npos);
+    EXPECT_NE(render_list_json(e).find("\"memory\": 1192595456, \"tasks\": 7, \"memory_anon\": 51744768, "
+                                       "\"memory_file\": null, \"earlier_version\": false}"),
+              std::string::npos);
+}
+
 TEST(ListText, ChangedSettingsAreNamedOrUnknown) {
     auto e = entry({"a"});
     e.changed = {"nested_sandbox", "tmpfs_size"};
