@@ -5,6 +5,7 @@
 
 #include "base/handed.hpp"
 #include "decide/cli.hpp"
+#include "decide/jail_files.hpp"
 #include "decide/net_plan.hpp"
 #include "decide/proc_decision.hpp"
 #include "decide/tenant_output.hpp"
@@ -235,79 +236,7 @@ std::vector<Mount> plan_mounts(const Policy& policy, const Account& t, const Hos
     return m;
 }
 
-// Whether PATH is inside a directory the jail binds from the host.
-bool bound_from_host(const HostProbe& probe, std::string_view path) {
-    return std::any_of(probe.paths.begin(), probe.paths.end(), [&](const HostPath& hp) {
-        return hp.kind == HostPath::Kind::directory && path.size() > hp.path.size() &&
-               path.compare(0, hp.path.size(), hp.path) == 0 && path[hp.path.size()] == '/';
-    });
-}
-
-// [jail] setenv in login shells: /etc/profile (Debian's) sets PATH for
-// every user, then runs /etc/profile.d/*.sh. The jail's /etc/profile.d is
-// the host's entries (bound one by one on a small tmpfs) and
-// kProfileScript, sorted last, read-only. Inserted before the home's bind.
-void plan_profile(Plan& plan, const Policy& policy, const Account& t, const HostProbe& probe) {
-    const std::string dir = "/etc/profile.d";
-    std::string text = profile_script(policy, t);
-    if (text.empty() || !probe.profile_d_listed || !bound_from_host(probe, dir)) return;
-    std::vector<Mount> m{{Mount::Kind::tmpfs, "", dir, std::uint64_t{1} << 20}};
-    for (const auto& e : probe.profile_d) {
-        if (e.path == kProfileScript) continue;
-        if (e.kind == HostPath::Kind::symlink) m.push_back({Mount::Kind::symlink, e.target, e.path});
-        else m.push_back({Mount::Kind::ro_bind, e.path, e.path});
-    }
-    m.push_back({Mount::Kind::data, "", std::string(kProfileScript), plan.data.size()});
-    m.push_back({Mount::Kind::remount_ro, "", dir});
-    plan.data.push_back({std::string(kProfileScript), std::move(text)});
-    plan.mounts.insert(plan.mounts.end() - 1, m.begin(), m.end());
-}
-
 }  // namespace
-
-std::string profile_script(const Policy& policy, const Account& tenant) {
-    std::string out;
-    std::string path;
-    for (const auto& e : policy.setenv) {
-        if (!parse_setenv(e.name + "=" + e.value)) continue;  // as build_environment
-        const std::string value = shell_quote(expand_home(e.value, tenant.home));
-        if (e.name == "PATH") path = value;
-        else out += e.name + "=" + value + "; export " + e.name + "\n";
-    }
-    if (!path.empty()) {
-        // The operator's PATH first, then what other profile scripts added
-        // (split on ':' by parameter expansion: no IFS, no globbing).
-        out += "__clihost_jail_rest=\"$PATH:\"\nPATH=" + path +
-               "\n"
-               "while [ -n \"$__clihost_jail_rest\" ]; do\n"
-               "    __clihost_jail_dir=${__clihost_jail_rest%%:*}\n"
-               "    __clihost_jail_rest=${__clihost_jail_rest#*:}\n"
-               "    case \":$PATH:\" in\n"
-               "        *\":$__clihost_jail_dir:\"*) ;;\n"
-               "        *) if [ -n \"$__clihost_jail_dir\" ]; then PATH=\"$PATH:$__clihost_jail_dir\"; fi ;;\n"
-               "    esac\n"
-               "done\n"
-               "export PATH\nunset __clihost_jail_rest __clihost_jail_dir\n";
-    }
-    if (out.empty()) return out;
-    return "# Made by clihost-jail for this jail: the operator's [jail] setenv, applied\n"
-           "# again after /etc/profile set PATH. ~/.profile runs after this one.\n" + out;
-}
-
-std::string render_data_files(const Plan& plan) {
-    std::string out;
-    for (std::size_t i = 0; i < plan.data.size(); ++i) {
-        out.append("# ").append(plan.data[i].dest).append(" in the jail (fd ");
-        out.append(std::to_string(kDataFd + static_cast<int>(i))).append("):\n");
-        const std::string& text = plan.data[i].text;
-        for (std::size_t at = 0; at < text.size();) {
-            const auto nl = std::min(text.find('\n', at), text.size());
-            out.append("#   ").append(text, at, nl - at).append("\n");
-            at = nl + 1;
-        }
-    }
-    return out;
-}
 
 Result<ValidRequest> validate_request(const Policy& policy, const Account& t, Request request,
                                       const HostProbe& probe) {

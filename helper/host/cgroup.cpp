@@ -1,4 +1,6 @@
 // cgroup.cpp: the tenant's cgroup on the cgroup file system (cgroup.hpp).
+// Size: one class over v1 and v2 (its leaves made, limited, entered, read,
+// killed and removed), sharing this file's bounded file helpers.
 #include "host/cgroup.hpp"
 
 #include <fcntl.h>
