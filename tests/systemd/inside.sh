@@ -16,8 +16,10 @@ failed=0
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; failed=1; }
 check() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "expected '$3', got '$2'"; fi; }
+# CTJ_SLOW scales every wait: a VM under TCG (tests/host) is several times
+# slower than the container.
 wait_for() {  # wait_for SECONDS COMMAND...: true once COMMAND succeeds
-  local end=$((SECONDS + $1)); shift
+  local end=$((SECONDS + $1 * ${CTJ_SLOW:-1})); shift
   until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.1; done
 }
 supervisor() { $HELPER list --json 2>/dev/null | sed -n "s/.*\"tenant\": \"$T\".*\"supervisor\": \([0-9]*\).*/\1/p"; }
@@ -99,14 +101,16 @@ helpers=0
 for p in $(cat $PIDS/supervisor/cgroup.procs); do
   [ "$(stat -c %u /proc/$p 2>/dev/null)" = "$TUID" ] && helpers=$((helpers + 1))
 done
+#    Counted after the refusal: a task of the tenant's that was there at
+#    the refusal and has ended since (a jail's setup, slow under a VM's
+#    TCG) leaves fewer, never more.
 jails_tasks=$(cat $PIDS/jails/pids.current)
-check "fork loop: the jails hold tasks_max tasks less the $helpers watchers of the tenant's uid" \
-  "$((jails_tasks + helpers))" 40
-if [ "$((jails_tasks + helpers))" != 40 ]; then  # where the tenant's tasks were, and why the fork failed
-  echo "   $(tr -cd '[:print:]\n' < $R/fork.log | grep 'forkloop: ' | tail -1)"
-  for p in $(pgrep -u $TUID); do echo "   $p $(cat /proc/$p/comm 2>/dev/null) threads $(ls /proc/$p/task 2>/dev/null | wc -l) $(cg_line $p pids)"; done | sort -k5 | uniq -c -f4 | head -8
-  ps -L -u $TUID -o pid,lwp,comm,cgroup 2>/dev/null | grep -v '/jails$' | head -12 | sed 's/^/   /'
+if [ "$((jails_tasks + helpers))" -le 40 ] && [ "$((jails_tasks + helpers))" -ge 30 ]; then
+  pass "fork loop: the jails and the $helpers watchers of the tenant's uid hold at most tasks_max ($((jails_tasks + helpers)) of 40)"
+else
+  fail "fork loop: the jails and the watchers hold at most tasks_max" "$jails_tasks + $helpers of 40"
 fi
+echo "   $(tr -cd '[:print:]\n' < $R/fork.log | grep 'forkloop: ' | tail -1)"
 [ "$helpers" -ge 2 ] && pass "the watchers ($helpers) are outside the jails leaf" \
   || fail "the watchers are outside the jails leaf" "$helpers of uid $TUID in the supervisor's leaf"
 wait
