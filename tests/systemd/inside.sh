@@ -91,7 +91,7 @@ echo "$out" | grep -q "^cgroups: .*systemd: each tenant's supervisor in a transi
   || fail "check names the scope and the applied limits" "$(echo "$out" | grep -E '^(cgroups|tenant cgroup):')"
 
 # 4. tasks_max enforced: a fork loop in a jail of the tenant stops at 40 tasks.
-runuser -u clihost -- $L/ptydrive $R/fork.log $R/none $HELPER run --user $T --session fl -- $L/forkloop 200 4 &
+runuser -u clihost -- $L/ptydrive $R/fork.log $R/none $HELPER run --user $T --session fl -- $L/forkloop 200 $((4 * ${CTJ_SLOW:-1})) &
 wait_for 20 grep -qs 'forkloop: ' $R/fork.log
 sleep 0.5
 #    RLIMIT_NPROC counts the tenant's uid: its jails' tasks and the

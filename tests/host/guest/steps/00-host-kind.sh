@@ -12,4 +12,3 @@ check "systemd is running (is-system-running: $state)" "[ '$state' = running ] |
 [ "$state" = degraded ] && systemctl --failed --no-legend --plain | sed 's/^/   failed unit: /'
 echo "   $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r), $(systemctl --version | head -n 1)"
 echo "   boot: $(systemd-analyze 2>/dev/null | head -n 1)"
-systemd-analyze blame 2>/dev/null | head -n 6 | sed 's/^/   /'

@@ -22,15 +22,20 @@ check "the OOM kill is the jails leaf's (jails/memory.events oom_kill $oom_befor
 check "the supervisor lives after the OOM kill" "alive $SUP && [ \"\$(supervisor_of $T1)\" = $SUP ]"
 type_into proxy 'echo AFTER_OOM_$((6*7))'
 shows 20 proxy AFTER_OOM_42 "the session's shell lives after the OOM kill"
-type_into proxy "$L/forkloop 400 6"
-shows 30 proxy "forkloop: refused after" "a fork loop in the session is refused a fork"
-sleep 1
+# The loop holds its children (120 s) until the count is taken, then ends.
+type_into proxy "$L/forkloop 400 120"
+shows 60 proxy "forkloop: refused after" "a fork loop in the session is refused a fork"
 # RLIMIT_NPROC (also tasks_max, per uid) counts the tenant's processes in
-# the supervisor's leaf (the watchers) as well: jails + those = tasks_max.
+# the supervisor's leaf (the watchers) as well: jails + those make
+# tasks_max at the refusal. Counted after it: a task of the tenant's that
+# has ended since (a jail's setup, slow under TCG) leaves fewer, never more.
 watchers=0
 for p in $(cat "$CG/supervisor/cgroup.procs"); do
   [ "$(stat -c %u "/proc/$p" 2>/dev/null)" = "$(uid_of "$T1")" ] && watchers=$((watchers + 1))
 done
-equals "the fork loop holds the jails at tasks_max (less the $watchers watchers of the tenant's uid)" \
-  "$(($(cat "$CG/jails/pids.current") + watchers))" "$TASKS_MAX"
+n=$(($(cat "$CG/jails/pids.current") + watchers))
+check "the fork loop holds the jails and the $watchers watchers at most at tasks_max ($n of $TASKS_MAX)" \
+  "[ $n -le $TASKS_MAX ] && [ $n -ge $((TASKS_MAX - 10)) ]"
+echo "   $(tr -cd '[:print:]\n' <"$W/conn-proxy.log" | grep -o 'forkloop: refused after [^\r]*' | tail -n 1)"
+pkill -KILL -u "$(uid_of "$T1")" -x forkloop
 check "the fork loop's children are gone after it" "wait_for 20 sh -c '! pgrep -u $(uid_of "$T1") -x forkloop >/dev/null'"
