@@ -13,6 +13,7 @@
 #   CLIHOST_JAIL_VM_CACHE     the images' cache (vm_image.sh)
 #   CLIHOST_JAIL_VM_FULL=1    Debian 13 too runs every step (see leave_out)
 #   CLIHOST_JAIL_VM_TIMEOUT   seconds for one release's QEMU (default 1800)
+#   CLIHOST_JAIL_VM_CPU       the CPU model TCG emulates (default max)
 #   CLIHOST_JAIL_VM_KEEP=1    keep each run's directory (console log, state)
 # KVM only where a hardware KVM module is loaded (kvm_intel, kvm_amd), else
 # TCG: a kvm_pvm /dev/kvm (paravirtual nested) boots no stock Debian kernel.
@@ -40,7 +41,7 @@ accel=tcg
 if { [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; } && [ -w /dev/kvm ]; then accel=kvm; fi
 case $accel in
   kvm) machine=(-machine q35,accel=kvm -cpu host) ;;
-  tcg) machine=(-machine q35,accel=tcg -cpu max) ;;
+  tcg) machine=(-machine q35,accel=tcg -cpu "${CLIHOST_JAIL_VM_CPU:-max}") ;;
 esac
 
 work=$(mktemp -d /tmp/ctj-host.XXXXXX)
