@@ -74,12 +74,7 @@ check "the guard finds an unchanged tree unchanged" \
 # names a build directory of this repository to configure, build and package
 # in (a developer's re-run) instead of a fresh one.
 bdir=${DEB_BUILD_DIR:-$work/build}
-cmake -S "$repo" -B "$bdir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
-  -DCLIHOST_JAIL_TESTS=OFF >/dev/null
-cmake --build "$bdir" -j"$(nproc)" >/dev/null
-rm -f "$bdir"/clihost-jail_*.deb
-(cd "$bdir" && cpack -G DEB >/dev/null)
-deb=$(ls "$bdir"/clihost-jail_*.deb)
+deb=$("$repo/tests/tools/build_deb.sh" "$bdir")
 check "package builds" "[ -f '$deb' ]"
 # Packaging reads the build type and the prefix before it builds or installs anything.
 cmake -S "$repo" -B "$work/rwd" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_TESTS=OFF >/dev/null

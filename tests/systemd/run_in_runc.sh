@@ -96,36 +96,9 @@ install -o 0 -g "$gid" -m 4750 "$BIN" "$M/usr/libexec/clihost-jail/clihost-jail"
 install -D -o 0 -g 0 -m 0755 "$STUB_BIN" "$M$STUB_PATH"
 install -m 0644 "$TOP/pam/clihost-jail" "$M/etc/pam.d/clihost-jail"
 install -m 0644 "$TOP/install/systemd/clihost-jail.slice" "$M/etc/systemd/system/"
-cat >"$M$CONFIG_PATH" <<'EOC'
-# The systemd suite's policy: the stand-in proxy is the caller, one tenant,
-# the container's own network (it has only loopback), small limits to hit.
-[callers]
-users = clihost
-groups =
-[tenants]
-group = clihost-tenants
-min_uid = 1000
-max_uid = 60000
-[jail]
-network = host
-allow_caller_command = true
-[limits]
-memory_max = 96M
-tasks_max = 40
-EOC
-chmod 0644 "$M$CONFIG_PATH"
-# The stand-in proxy: User=clihost, systemd's defaults (KillMode=control-group),
-# one connection on a pseudo-terminal, as ttyd runs the helper; and, as the
-# positive control, a process it starts without the helper.
-cat >"$M/etc/systemd/system/ctj-proxy.service" <<EOU
-[Unit]
-Description=clihost-jail systemd suite: a stand-in proxy
-[Service]
-User=clihost
-Environment=TERM=xterm-256color
-ExecStart=/usr/local/lib/ctj-sd/ptydrive /run/ctj-sd/conn.log /run/ctj-sd/type /usr/libexec/clihost-jail/clihost-jail run --user ctj-sdt --session main
-ExecStartPost=/bin/sh -c 'setsid sleep 100000 </dev/null >/dev/null 2>&1 & echo \$! > /run/ctj-sd/control.pid'
-EOU
+# The suite's policy and its stand-in proxy service (also the VM's, tests/host).
+install -m 0644 "$HERE/suite.conf" "$M$CONFIG_PATH"
+install -m 0644 "$HERE/ctj-proxy.service" "$M/etc/systemd/system/ctj-proxy.service"
 : >"$M/etc/machine-id"  # systemd makes a transient one
 echo ctj-systemd >"$M/etc/hostname"
 ln -sf /dev/null "$M/etc/systemd/system/console-getty.service"

@@ -1,0 +1,16 @@
+# 3. check: exit 0 as root and (while the proxy may run it, lib.sh's
+#    CHECK_AS_PROXY) as the proxy; every tenant's routes closed.
+out=$("$HELPER" check 2>&1); rc=$?
+equals "check as root exits 0" "$rc" 0
+[ $rc = 0 ] || echo "$out" | grep -E 'FAIL|fail' | head -n 8 | sed 's/^/   /'
+echo "$out" | grep -E '^(cgroups|network|host-address)' | head -n 4 | sed 's/^/   /'
+check "check names systemd's scopes (pure v2)" "echo \"\$out\" | grep -q \"^cgroups: .*systemd\"" "$(echo "$out" | grep '^cgroups')"
+out=$("$HELPER" check --user "$T1" 2>&1); rc=$?
+equals "check --user $T1 as root exits 0" "$rc" 0
+[ $rc = 0 ] || echo "$out" | grep -E 'FAIL' | head -n 5 | sed 's/^/   /'
+out=$(as_proxy "$HELPER" check 2>&1); rc=$?
+if [ "$CHECK_AS_PROXY" = 1 ]; then
+  equals "check as the proxy exits 0" "$rc" 0
+else
+  check "check as the proxy is refused (root only)" "[ $rc != 0 ] && echo \"\$out\" | grep -q '^clihost-jail: '" "exit $rc: $out"
+fi

@@ -1,0 +1,28 @@
+# 11. dpkg -r keeps the conffiles (jail.conf, the PAM service) and removes
+#     the rest, the sshd drop-in and the loaded rules too; dpkg -P removes the
+#     conffiles, the statoverride and the unit's state. The groups stay, and
+#     the tenants' /etc/cron.deny, /etc/at.deny entries (postrm). Nothing
+#     else differs from before the install, once the test's own accounts and
+#     files are gone.
+systemctl stop clihost-proxy.service 2>/dev/null
+if dpkg -r clihost-jail >"$STATE/remove.log" 2>&1; then ok "dpkg -r"; else bad "dpkg -r" "$(tail -n 5 "$STATE/remove.log")"; fi
+check "the helper is gone" "[ ! -e '$HELPER' ]"
+check "jail.conf and the PAM service stay (conffiles)" "[ -f '$CONF' ] && [ -f /etc/pam.d/clihost-jail ]"
+check "the sshd drop-in is gone" "[ ! -e /etc/ssh/sshd_config.d/clihost-jail.conf ]"
+check "the host-address rules are unloaded" "! nft list table inet clihost_jail >/dev/null 2>&1"
+equals "the rules' unit is masked" "$(systemctl is-enabled clihost-jail-nft.service 2>&1)" masked
+if dpkg -P clihost-jail >"$STATE/purge.log" 2>&1; then ok "dpkg -P"; else bad "dpkg -P" "$(tail -n 5 "$STATE/purge.log")"; fi
+check "/etc/clihost-jail and the PAM service are gone" "[ ! -e /etc/clihost-jail ] && [ ! -e /etc/pam.d/clihost-jail ]"
+check "no statoverride is left" "! dpkg-statoverride --list | grep -q clihost-jail"
+check "the unit is neither masked nor enabled" "[ ! -e /etc/systemd/system/clihost-jail-nft.service ] && ! ls /etc/systemd/system/*/clihost-jail-nft.service >/dev/null 2>&1"
+check "the groups stay (files elsewhere may carry their gids)" \
+  "getent group clihost && getent group clihost-tenants && getent group clihost-jail-net >/dev/null"
+# The test's own: accounts, the proxy's unit and program.
+for u in "$T1" "$T2" clihost; do userdel -r "$u" >/dev/null 2>&1; done
+rm -rf /etc/systemd/system/clihost-proxy.service /opt/clihost /var/lib/clihost
+snapshot >"$STATE/paths.after"
+# What README says stays: the tenants' lines in cron.deny/at.deny (their
+# files); useradd/userdel's backups of the account files are the test's.
+left=$(diff "$STATE/paths.before" "$STATE/paths.after" | grep '^[<>]' \
+  | grep -vE '^> f /etc/((cron|at)\.deny|(passwd|group|shadow|gshadow|subuid|subgid)-)$')
+check "after dpkg -P nothing else differs from before the install" "[ -z \"\$left\" ]" "$(echo "$left" | head -n 10 | tr '\n' ' ')"
