@@ -99,3 +99,63 @@ def shell_ready(t, tag="READY", timeout=15.0, retype=5.0):
                 return t.wait_for(f"{tag}_42", 0.2)
         if time.monotonic() >= deadline:
             return False
+
+
+class ReusedTerminal:
+    """One pseudo-terminal that runs several commands in turn, the way an
+    operator's root shell or a proxy that reuses ptys runs `run` again on
+    the same terminal: each command the session leader with the slave as
+    its controlling terminal. The test holds the master (drained by a
+    thread) and the slave for the whole test."""
+
+    def __init__(self, rows=30, cols=100):
+        self.master, self.slave = os.openpty()
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self.proc = None
+        self._buf = bytearray()
+        self._lock = threading.Lock()
+        self._mark = 0
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        while True:
+            try:
+                data = os.read(self.master, 4096)
+            except OSError:
+                return
+            if not data:
+                return
+            with self._lock:
+                self._buf += data
+
+    def run(self, argv, user=PROXY):
+        """Starts argv on the terminal; output() shows only what comes after."""
+        with self._lock:
+            self._mark = len(self._buf)
+        self.proc = start_as(user, argv, env={"PATH": "/usr/bin:/bin", "TERM": "xterm-256color"},
+                             controlling_tty=True, stdin=self.slave, stdout=self.slave, stderr=self.slave)
+        return self
+
+    def output(self):
+        with self._lock:
+            return self._buf[self._mark:].decode(errors="replace")
+
+    def write(self, text):
+        os.write(self.master, text.encode())
+
+    def wait_for(self, text, timeout=10.0):
+        return wait_until(lambda: text in self.output(), timeout)
+
+    def termios(self):
+        return termios.tcgetattr(self.slave)
+
+    def close(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for fd in (self.slave, self.master):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.slave = self.master = -1
