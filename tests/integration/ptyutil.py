@@ -10,7 +10,7 @@ import termios
 import threading
 import time
 
-from conftest import PROXY, start_as, wait_until
+from conftest import PROXY, Ran, start_as, wait_until
 
 
 class PtyProcess:
@@ -72,6 +72,25 @@ class PtyProcess:
             self.proc.kill()
             self.proc.wait()
         self._close_master()
+
+
+def attach_once(argv, user=PROXY, env=None, timeout=30.0):
+    """An attach on a real pty (one without a terminal is refused before
+    anything starts), to its end: it ends by itself (a refusal: its line is
+    on the terminal), or once its client has drawn its screen (tmux's
+    alternate screen: the session jail runs) it is hung up as ttyd would.
+    A Ran: stderr is what the terminal showed, returncode 128 + SIGHUP for
+    one that attached (the terminal's CR LF read as LF)."""
+    t = PtyProcess(argv, user=user, env=env)
+    try:
+        wait_until(lambda: t.proc.poll() is not None or "\x1b[?1049h" in t.output(), timeout)
+        if t.proc.poll() is None:
+            t.hangup()
+        rc = t.wait(15)
+        t._reader.join(2)
+        return Ran(rc, "", t.output().replace("\r\n", "\n"), t.proc.pid, t.proc.started)
+    finally:
+        t.close()
 
 
 def attach(host, tenant, session, terms, user=PROXY):
