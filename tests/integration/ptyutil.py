@@ -13,6 +13,19 @@ import time
 from conftest import PROXY, Ran, start_as, wait_until
 
 
+def _drain(t):
+    """A terminal's reader thread: t.master's output into t._buf until EOF or EIO."""
+    while True:
+        try:
+            data = os.read(t.master, 4096)
+        except OSError:
+            return
+        if not data:
+            return
+        with t._lock:
+            t._buf += data
+
+
 class PtyProcess:
     def __init__(self, argv, user=None, env=None, rows=30, cols=100):
         self.master, slave = os.openpty()
@@ -22,19 +35,8 @@ class PtyProcess:
         os.close(slave)
         self._buf = bytearray()
         self._lock = threading.Lock()
-        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader = threading.Thread(target=_drain, args=(self,), daemon=True)
         self._reader.start()
-
-    def _drain(self):
-        while True:
-            try:
-                data = os.read(self.master, 4096)
-            except OSError:
-                return
-            if not data:
-                return
-            with self._lock:
-                self._buf += data
 
     def output(self):
         with self._lock:
@@ -134,18 +136,7 @@ class ReusedTerminal:
         self._buf = bytearray()
         self._lock = threading.Lock()
         self._mark = 0
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        while True:
-            try:
-                data = os.read(self.master, 4096)
-            except OSError:
-                return
-            if not data:
-                return
-            with self._lock:
-                self._buf += data
+        threading.Thread(target=_drain, args=(self,), daemon=True).start()
 
     def run(self, argv, user=PROXY):
         """Starts argv on the terminal; output() shows only what comes after."""
