@@ -44,6 +44,7 @@ Status open_pair(UniqueFd& master, UniqueFd& slave) {
 }
 
 constexpr int kDrainMs = 500;
+constexpr int kQuietMs = 50;
 constexpr std::size_t kDrainBytes = 1 << 20;
 
 }  // namespace
@@ -154,17 +155,22 @@ void PtyRelay::resize() {
 
 void PtyRelay::finish() {
     if (master_.valid()) {
-        // The client's last output (leaving its alternate screen, say) is
-        // in the master already; a tenant still writing to a slave it kept
-        // gets no more than the bounds.
+        // The jail's last output (its client leaving the alternate screen,
+        // the watcher's relayed stderr lines); a tenant still writing to a
+        // slave it kept gets no more than the bounds.
         using Clock = std::chrono::steady_clock;
         const auto until = Clock::now() + std::chrono::milliseconds(kDrainMs);
         std::size_t moved = 0;
         while (Clock::now() < until && moved < kDrainBytes) {
             if (to_caller_.empty()) {
-                const bool more = fill(master_.get(), to_caller_);
-                if (!more || to_caller_.empty()) break;
+                // A slave's writes reach the master through the kernel's
+                // work queue, so the last of them may still be on its way:
+                // a quiet 50 ms (or end of file: no slave left) ends it.
+                pollfd m{master_.get(), POLLIN, 0};
+                if (::poll(&m, 1, kQuietMs) == 0) break;
+                if (!fill(master_.get(), to_caller_)) break;
                 moved += to_caller_.len;
+                continue;
             }
             pollfd p{out_.get(), POLLOUT, 0};
             if (::poll(&p, 1, 10) < 0 && errno != EINTR) break;
