@@ -12,9 +12,9 @@ from ptyutil import attach, shell_ready
 
 
 def _lines_about(tenant, since, want=1, timeout=3.0):
-    """The helper's lines about tenant since `since` (the test's own `stop`
-    before it aside), and PAM's lines of a session opened for it."""
-    return log_lines(lambda l: logged_at(l) >= since - 1.0 and " action=stop " not in l and
+    """The helper's lines about tenant since `since` (after the test's own
+    `stop` had ended), and PAM's lines of a session opened for it."""
+    return log_lines(lambda l: logged_at(l) >= since and
                      (f" tenant={tenant} " in l or f"session opened for user {tenant}" in l), want, timeout)
 
 
