@@ -85,6 +85,7 @@ PtyRelay::~PtyRelay() { finish(); }
 
 std::vector<int> PtyRelay::jail_fds() const {
     std::vector<int> fds;
+    fds.reserve(3);
     for (int fd = 0; fd < 3; ++fd) fds.push_back(mode_ == Mode::attach || tty_[fd] ? slave_.get() : fd);
     return fds;
 }
