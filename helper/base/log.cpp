@@ -97,11 +97,15 @@ void audit(std::string_view decision, std::string_view reason) {
              c.caller_uid, via, tenant, session, dec, why);
 }
 
-void refuse(std::string_view decision, std::string_view message) {
+void say(std::string_view message) {
     if (stderr_logger()) {
         stderr_logger()->error(escape(message));
         stderr_logger()->flush();
     }
+}
+
+void refuse(std::string_view decision, std::string_view message) {
+    say(message);
     audit(decision, message);  // escaped in audit(), once (twice would turn \x9b into \x5cx9b)
 }
 

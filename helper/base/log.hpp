@@ -28,8 +28,13 @@ AuditContext& context();
 // 512 input bytes are kept.
 std::string escape(std::string_view s);
 
-// decision: "allow", "deny", "fail", "exit", "warn"
+// decision: "allow", "deny", "fail", "exit", "warn", or "note" (a step
+// that decides nothing: a front's handover; what came of it is the
+// supervisor's line). A request's refusal or failure is one line.
 void audit(std::string_view decision, std::string_view reason);
+// The stderr line only, for a refusal another process has audited (the
+// supervisor's, of a request a front handed over).
+void say(std::string_view message);
 // stderr line + audit line, for refusals and failures.
 void refuse(std::string_view decision, std::string_view message);
 

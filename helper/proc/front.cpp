@@ -16,11 +16,14 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "base/fault.hpp"
 #include "base/fd_pass.hpp"
 #include "base/unique_fd.hpp"
 #include "decide/config.hpp"
+#include "proc/pty_relay.hpp"
 #include "version.hpp"
 
 namespace clihost {
@@ -94,8 +97,8 @@ Result<UniqueFd> connect_endpoint(const SupervisorRecord& rec, bool& ending, boo
     return sock;
 }
 
-Status send_request(int sock, const HandoverRequest& req) {
-    const int fds[3] = {0, 1, 2};
+Status send_request(int sock, const HandoverRequest& req, const std::vector<int>& handed) {
+    const int fds[3] = {handed[0], handed[1], handed[2]};
     if (!send_with_fds(sock, format_request(req), fds))
         return fail(Exit::host, std::string("cannot hand over to the supervisor: ") + std::strerror(errno));
     return ok_status();
@@ -122,6 +125,114 @@ Status hold_front_signals() {
     return ok_status();
 }
 
+namespace {
+
+// The front's wait for its jail: the supervisor's replies, the signals it
+// relays, and the terminal relay's bytes, in one poll loop.
+class FrontWait {
+public:
+    FrontWait(int sock, int sigfd, HandoverKind kind, PtyRelay* relay)
+        : sock_(sock), sigfd_(sigfd), kind_(kind), relay_(relay) {}
+
+    Result<Handover> run() {
+        while (true) {
+            std::vector<pollfd> p = {{sock_, POLLIN, 0}, {sigfd_, POLLIN, 0}};
+            if (relay_ != nullptr) relay_->want(p);
+            const std::time_t left = deadline_ == 0 ? -1 : deadline_ - std::time(nullptr);
+            const int r = ::poll(p.data(), p.size(), left < 0 ? -1 : static_cast<int>(left * 1000 + 50));
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) return fail(Exit::internal, "poll failed");
+            if (r == 0) {
+                if (!started_) return fail(Exit::host, "the supervisor did not start the jail within " +
+                                                           std::to_string(kStartSeconds) + " s");
+                return fail(Exit::internal, "the jail did not end within " + std::to_string(kHangupSeconds) +
+                                                " s of the hang-up");
+            }
+            if ((p[1].revents & POLLIN) != 0) on_signals();
+            // The caller's terminal hung up (its master closed): as for
+            // ttyd's SIGHUP, the jail ends and its status is awaited.
+            if (relay_ != nullptr && !relay_->on_ready(p, 2)) send_relay(Relay{true, SIGHUP});
+            if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+            if (auto out = on_reply(); out) return std::move(*out);
+        }
+    }
+
+private:
+    void send_relay(const Relay& relay) {
+        const std::string msg = format_relay(relay);
+        (void)::send(sock_, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (relay.hangup && !hung_) {
+            hung_ = true;
+            deadline_ = std::time(nullptr) + kHangupSeconds;
+        }
+    }
+
+    void on_signals() {
+        signalfd_siginfo si{};
+        while (::read(sigfd_, &si, sizeof si) == sizeof si) {
+            const int sig = static_cast<int>(si.ssi_signo);
+            // INT and QUIT go to a one-off's process group (^C, ^\\ on
+            // its terminal, or a caller's kill); an attach's terminal is
+            // raw: the front only does not die of them.
+            if ((sig == SIGINT || sig == SIGQUIT) && kind_ == HandoverKind::attach) continue;
+            // The jail's terminal takes the caller's size first, then the
+            // jail hears of it (its client reads the size on SIGWINCH).
+            if (sig == SIGWINCH && relay_ != nullptr) relay_->resize();
+            send_relay(Relay{sig == SIGHUP || sig == SIGTERM, sig});
+        }
+    }
+
+    // A reply of the supervisor: nullopt while the jail runs on.
+    std::optional<Result<Handover>> on_reply() {
+        char buf[1100];
+        const ssize_t n = ::recv(sock_, buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR) return std::nullopt;
+        // The supervisor closed without a word: it is ending (or refused
+        // us for a full queue): the caller decides by its end.
+        if (n <= 0 && !started_) return Result<Handover>(Handover{Handover::Kind::retry, 0});
+        if (n <= 0) return Result<Handover>(fail(Exit::internal, "the supervisor ended the connection without the jail's status"));
+        auto reply = parse_reply(std::string_view(buf, static_cast<std::size_t>(n)));
+        if (!reply) return Result<Handover>(reply.error());
+        switch (reply.value().kind) {
+            case ReplyKind::ok:
+                started_ = true;
+                if (!hung_) deadline_ = 0;
+                return std::nullopt;
+            case ReplyKind::exit: return Result<Handover>(Handover{Handover::Kind::done, reply.value().code});
+            case ReplyKind::retry: return Result<Handover>(Handover{Handover::Kind::retry, 0});
+            case ReplyKind::fail: break;
+        }
+        const Error why = fail(static_cast<Exit>(reply.value().code), reply.value().message);
+        // Once the jail ran, a failure is the front's to log (the
+        // supervisor logged only the jail's end); before, the supervisor
+        // refused in its handshake and wrote the one audit line of it.
+        if (started_) return Result<Handover>(why);
+        Handover h{Handover::Kind::refused, 0};
+        h.why = why;
+        return Result<Handover>(std::move(h));
+    }
+
+    int sock_, sigfd_;
+    HandoverKind kind_;
+    PtyRelay* relay_;
+    bool started_{false};
+    bool hung_{false};
+    std::time_t deadline_{std::time(nullptr) + kStartSeconds};
+};
+
+}  // namespace
+
+Status check_caller_stdio(HandoverKind kind) {
+    for (int fd = 0; fd < 3; ++fd) {
+        struct stat st {};
+        if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode))
+            return fail(Exit::refused, "a handed-over descriptor is not usable as stdio");
+        if (kind == HandoverKind::attach && (!S_ISCHR(st.st_mode) || ::isatty(fd) != 1))
+            return fail(Exit::refused, "an attach hands over a terminal");
+    }
+    return ok_status();
+}
+
 Result<Handover> hand_over(const SupervisorRecord& rec, const HandoverRequest& req) {
     if (auto st = hold_front_signals(); !st) return st.error();
     const sigset_t set = front_signals();
@@ -134,63 +245,30 @@ Result<Handover> hand_over(const SupervisorRecord& rec, const HandoverRequest& r
     // and starts a new one (a typed outcome, as for a "retry" reply).
     if (!sock && ending) return Handover{Handover::Kind::retry, 0};
     if (!sock) return sock.error();
+    // A jail never gets the caller's terminal: an attach, and a one-off
+    // whose stdin is a terminal, get a pseudo-terminal of our own, relayed.
+    std::unique_ptr<PtyRelay> relay;
+    const bool attach = req.kind == HandoverKind::attach;
+    if (attach || ::isatty(0) == 1) {
+        auto opened = PtyRelay::open(attach ? PtyRelay::Mode::attach : PtyRelay::Mode::oneoff);
+        if (!opened) return opened.error();
+        relay = std::move(opened).value();
+    }
     HandoverRequest sent = req;
     // The fault-injection build stands in for a front of another protocol.
     if (fault::fail("old_protocol")) sent.version = kProtocolVersion - 1;
-    if (auto st = send_request(sock.value().get(), sent); !st) return st.error();
-    bool started = false;
-    bool hung = false;
-    std::time_t deadline = std::time(nullptr) + kStartSeconds;
-    while (true) {
-        pollfd p[2] = {{sock.value().get(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}};
-        const std::time_t left = deadline == 0 ? -1 : deadline - std::time(nullptr);
-        const int r = ::poll(p, 2, left < 0 ? -1 : static_cast<int>(left * 1000 + 50));
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return fail(Exit::internal, "poll failed");
-        if (r == 0) {
-            if (!started) return fail(Exit::host, "the supervisor did not start the jail within " +
-                                                      std::to_string(kStartSeconds) + " s");
-            return fail(Exit::internal, "the jail did not end within " + std::to_string(kHangupSeconds) +
-                                            " s of the hang-up");
-        }
-        if ((p[1].revents & POLLIN) != 0) {
-            signalfd_siginfo si{};
-            while (::read(sigfd.get(), &si, sizeof si) == sizeof si) {
-                const int sig = static_cast<int>(si.ssi_signo);
-                // INT and QUIT go to a one-off's process group (^C, ^\\ on
-                // its cooked terminal, or a caller's kill); an attach's
-                // terminal is raw while its client runs: the front only
-                // does not die of them.
-                if ((sig == SIGINT || sig == SIGQUIT) && req.kind == HandoverKind::attach) continue;
-                const Relay relay{sig == SIGHUP || sig == SIGTERM, sig};
-                const std::string msg = format_relay(relay);
-                (void)::send(sock.value().get(), msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (relay.hangup && !hung) {
-                    hung = true;
-                    deadline = std::time(nullptr) + kHangupSeconds;
-                }
-            }
-        }
-        if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-        char buf[1100];
-        const ssize_t n = ::recv(sock.value().get(), buf, sizeof buf, 0);
-        if (n < 0 && errno == EINTR) continue;
-        // The supervisor closed without a word: it is ending (or refused
-        // us for a full queue): the caller decides by its end.
-        if (n <= 0 && !started) return Handover{Handover::Kind::retry, 0};
-        if (n <= 0) return fail(Exit::internal, "the supervisor ended the connection without the jail's status");
-        auto reply = parse_reply(std::string_view(buf, static_cast<std::size_t>(n)));
-        if (!reply) return reply.error();
-        switch (reply.value().kind) {
-            case ReplyKind::ok:
-                started = true;
-                if (!hung) deadline = 0;
-                break;
-            case ReplyKind::exit: return Handover{Handover::Kind::done, reply.value().code};
-            case ReplyKind::retry: return Handover{Handover::Kind::retry, 0};
-            case ReplyKind::fail: return fail(static_cast<Exit>(reply.value().code), reply.value().message);
-        }
-    }
+    const std::vector<int> fds = relay ? relay->jail_fds() : std::vector<int>{0, 1, 2};
+    if (auto st = send_request(sock.value().get(), sent, fds); !st) return st.error();
+    // Only the jail holds the slave now: once it and the tenant's copies
+    // are closed, the master reads EIO.
+    if (relay) relay->close_slave();
+    FrontWait wait(sock.value().get(), sigfd.get(), req.kind, relay.get());
+    auto out = wait.run();
+    // The jail's last output relayed, the master closed (a slave the
+    // tenant kept is dead from now on), the caller's modes back, before
+    // the front says anything on the caller's terminal.
+    if (relay) relay->finish();
+    return out;
 }
 
 std::vector<Result<QueryAnswer>> ask_supervisors(const std::vector<SupervisorRecord>& recs, const HandoverRequest& req) {

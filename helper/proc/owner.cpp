@@ -42,8 +42,8 @@ struct Conn {
     HandoverKind kind{HandoverKind::attach};
     bool hung_up{false};
     bool killed{false};   // we SIGKILLed its watcher (a grace or the teardown ran out)
-    std::string who;      // for the audit lines
-    std::string session;  // likewise
+    log::AuditContext ctx;  // its request's, for every audit line about it
+    std::string session;
     UserNet net;          // an isolated one-off's slirp4netns, held while it runs
     UniqueFd chan;        // a one-off's channel to its watcher, which says "taken" there once it has the descriptors
     std::unique_ptr<RunningQuery> query;  // a query's jail, until answered and reaped
@@ -134,6 +134,14 @@ public:
     Owner(OwnerContext ctx, SessionJail&& session, UniqueFd listener)
         : c_(std::move(ctx)), session_(session.watcher), session_net_(std::move(session.net)),
           listener_(std::move(listener)) {
+        // The supervisor's own lines (a stop, a jail prepared, a child
+        // reaped) name no request: its own action, no caller.
+        own_ = log::context();
+        own_.action = "supervise";
+        own_.caller = "-";
+        own_.caller_uid = -1;
+        own_.via = "-";
+        own_.session = "-";
         end_.session_ran = session_ > 0;
         if (session_ < 0) idle_until_ = std::time(nullptr) + kFirstConnectionSeconds;
         else c_.dir.mark_session_jail(uid(), ::getpid(), true);
@@ -142,6 +150,9 @@ public:
     // The event loop.
     OwnerEnd run(int sigfd) {
         while (true) {
+            // Each event is logged in its own context: a request's lines
+            // set theirs (handshake, reap), and nothing carries over.
+            log::context() = own_;
             if (session_ < 0 && conns_.empty() && (ending_at_ != 0 || std::time(nullptr) >= idle_until_)) break;
             std::vector<pollfd> p;
             p.push_back({sigfd, POLLIN, 0});
@@ -290,6 +301,7 @@ private:
             int st = 0;
             const pid_t pid = ::waitpid(-1, &st, WNOHANG);
             if (pid <= 0) return;
+            log::context() = own_;
             // A slirp4netns that ended first: not to be signalled again.
             if (pid == session_net_.pid) session_net_.pid = -1;
             // A prepared attach jail that ended before its connection (its
@@ -333,8 +345,7 @@ private:
                 c->watcher = -1;
                 end_user_net(c->net);
                 const int code = exit_status_of(st);
-                log::context().caller = c->who;
-                log::context().session = c->session;
+                log::context() = c->ctx;
                 const bool oneoff = c->kind == HandoverKind::command;
                 const std::string what = oneoff ? "one-off jail" : "attach jail";
                 // A watcher ends with its jail's status; killed by a signal
@@ -403,7 +414,7 @@ private:
     void end_all(const char* why) {
         if (ending_at_ == 0) {
             ending_at_ = std::time(nullptr) + 3;
-            log::context().caller.assign(1, '-');
+            log::context() = own_;
             if (std::string(why) == "stopped") log::audit("allow", "the supervisor was asked to stop");
         }
         // `stop`: every process of every jail, by the jails leaf (setsid,
@@ -514,7 +525,7 @@ private:
         ctx.via = rq.via;
         ctx.session = rq.session.empty() ? "-" : rq.session;
         ctx.action = rq.kind == HandoverKind::list ? "list" : rq.kind == HandoverKind::kill ? "kill" : "run";
-        c.who = rq.caller;
+        c.ctx = ctx;
         c.session = rq.session;
         c.kind = rq.kind;
         if (ending_at_ != 0) {
@@ -560,6 +571,7 @@ private:
             c_.dir.mark_session_jail(uid(), ::getpid(), true);
             end_.session_ran = true;
             ctx.session = rq.session;
+            c.ctx = ctx;
             log::audit("allow", "session jail started by supervisor " + std::to_string(::getpid()) + ", watcher " +
                                     std::to_string(session_) + ", " + started.value().about + ", for an attach" +
                                     started.value().warnings);
@@ -842,6 +854,7 @@ private:
     std::optional<std::chrono::steady_clock::time_point> prepare_at_;
     Prepared oneoff_;
     std::optional<std::chrono::steady_clock::time_point> prepare_oneoff_at_;
+    log::AuditContext own_;
 };
 
 }  // namespace

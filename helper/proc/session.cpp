@@ -417,7 +417,10 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     std::string closed = pam ? ", PAM session closed" : "";
     if (pam)
         if (auto st = pam->close(); !st) closed = ", " + st.error().message;
+    // The supervisor's own end: no request's caller.
     ctx.caller = "-";
+    ctx.caller_uid = -1;
+    ctx.via = "-";
     ctx.session = "-";
     ctx.action = "session";
     const std::string oom_note = ooms > 0 ? ", " + std::to_string(ooms) + " process(es) OOM-killed in its cgroup" : "";

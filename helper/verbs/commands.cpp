@@ -286,9 +286,15 @@ int hand_to_supervisor(const Prepared& p, const StartState& start, const Account
                                                std::to_string(jail.value().pid) + ") is of another version (record v" +
                                                std::to_string(jail.value().version) +
                                                "): end it with clihost-jail stop --user " + p.tenant->account.name));
-        log::audit("allow", "handing over to the supervisor " + std::to_string(jail.value().pid));
+        // A step, not a decision: the supervisor's line says what came of it.
+        log::audit("note", "handing over to the supervisor " + std::to_string(jail.value().pid));
         auto out = hand_over(jail.value(), req);
         if (!out) return refuse(out.error());
+        // The supervisor refused, and wrote the one audit line of it.
+        if (out.value().kind == Handover::Kind::refused) {
+            log::say(out.value().why.message);
+            return static_cast<int>(out.value().why.code);
+        }
         // An attach's status is what its watcher made of the tenant's tmux
         // client (0, kClientFailedStatus, 128 + N: README, "Exit codes").
         if (out.value().kind == Handover::Kind::done)
@@ -316,6 +322,9 @@ int do_attach(const Prepared& p, const CommandLine& cl, const StartState& start,
     // What the policy refuses, refused before a supervisor's start.
     if (auto st = validate_request(policy, p.tenant->account, {JailAction::attach, *cl.session, {}}, p.probe); !st)
         return refuse(st.error());
+    // Its stdio checked before a supervisor's start: a refused attach
+    // starts no PAM session, no network, no tmux.
+    if (auto st = check_caller_stdio(HandoverKind::attach); !st) return refuse(st.error());
     if (fault::fail("slow_handover")) ::sleep(2);  // tests: a window before the handover
     return hand_to_supervisor(p, start, db, handover_request(p, cl, start));
 }
@@ -330,6 +339,7 @@ int do_command(const Prepared& p, const CommandLine& cl, const StartState& start
     if (auto st = validate_request(policy, p.tenant->account, {JailAction::command, *cl.session, cl.command}, p.probe);
         !st)
         return refuse(st.error());
+    if (auto st = check_caller_stdio(HandoverKind::command); !st) return refuse(st.error());
     if (fault::fail("slow_handover")) ::sleep(2);  // tests: a window before the handover
     return hand_to_supervisor(p, start, db, handover_request(p, cl, start));
 }

@@ -579,8 +579,11 @@ class Connection:
         os.close(slave)
         self.pid, self.master, self.out, self.status = pid, master, bytearray(), None
 
-    def wait_for(self, marker, timeout=15.0):
-        """Milliseconds from the fork to `marker` in the output, or None."""
+    def wait_for(self, marker, timeout=15.0, since=None):
+        """Milliseconds from the fork to `marker` in the output (with
+        `since`, in what came after that offset), or None."""
+        if since is not None and marker in self.out[since:]:
+            return (time.perf_counter_ns() - self.t0) / 1e6
         poller = select.poll()
         poller.register(self.master, select.POLLIN)
         deadline = time.monotonic() + timeout
@@ -594,7 +597,10 @@ class Connection:
             if not chunk:
                 return None
             self.out += chunk
-            if marker in self.out[-(len(chunk) + len(marker)):]:
+            start = len(self.out) - len(chunk) - len(marker)
+            if since is not None:
+                start = max(start, since)
+            if marker in self.out[max(0, start):]:
                 return (time.perf_counter_ns() - self.t0) / 1e6
         return None
 
@@ -736,6 +742,71 @@ def interleaved(variants, rounds, runs, warmup, one):
     return out
 
 
+# Typing and output through an attached connection (the front's relay
+# against the direct path of the build before it): KEYS keystrokes, each
+# timed from its write on the master to its echo on screen; then `cat` of
+# CAT_MIB MiB of text, timed from the command's Enter to its end mark.
+KEYS = 20
+CAT_MIB = 4
+
+
+def echo_latency_ms(c, keys=KEYS):
+    """Median ms from a keystroke's write to its echo (each key erased after)."""
+    out = []
+    for i in range(keys):
+        key = b"qwertyuiopasdfghjklz"[i % 20:i % 20 + 1]
+        seen = len(c.out)
+        t0 = time.perf_counter_ns()
+        os.write(c.master, key)
+        if c.wait_for(key, 5.0, since=seen) is None:
+            raise RuntimeError(f"keystroke {key!r} not echoed within 5 s; output: {c.tail()!r}")
+        out.append((time.perf_counter_ns() - t0) / 1e6)
+        os.write(c.master, b"\x7f")
+        time.sleep(0.02)
+    return statistics.median(out)
+
+
+def cat_mib_per_s(c, path, mib=CAT_MIB):
+    seen = len(c.out)
+    t0 = time.perf_counter_ns()
+    os.write(c.master, f"cat {path}; echo CAT_$((6*7))_END\r".encode())
+    if c.wait_for(b"CAT_42_END", 60.0, since=seen) is None:
+        raise RuntimeError(f"cat of {mib} MiB did not end within 60 s; output: {c.tail()!r}")
+    return mib / ((time.perf_counter_ns() - t0) / 1e9)
+
+
+def big_file(home, uid, gid, mib=CAT_MIB):
+    path = os.path.join(home, ".cjb-cat.txt")
+    line = (b"".join(b"%d" % (i % 10) for i in range(79)) + b"\n")
+    with open(path, "wb") as f:
+        f.write(line * (mib * 1024 * 1024 // len(line)))
+    os.chown(path, uid, gid)
+    return path
+
+
+def typing_and_output(spec_of, variants, marker, rounds=3):
+    """Per variant: echo latency (ms) and cat throughput (MiB/s), one
+    connection per round each, interleaved; what each measures is in its
+    summary, and the ratio of the first variant's medians to the second's."""
+    echo = {v: [] for v in variants}
+    cat = {v: [] for v in variants}
+    for r in range(rounds):
+        for v in (variants if r % 2 == 0 else list(reversed(variants))):
+            spec, path = spec_of[v]
+            c, _ = connect(*spec, marker, f"typing ({v})")
+            try:
+                echo[v].append(echo_latency_ms(c))
+                cat[v].append(cat_mib_per_s(c, path))
+            finally:
+                c.hangup()
+            time.sleep(SETTLE_S)
+    a, b = variants
+    return {"echo_ms": {v: latency_summary(echo[v]) for v in variants},
+            "cat_mib_s": {v: [round(x, 2) for x in cat[v]] for v in variants},
+            f"echo_{a}_over_{b}": round(statistics.median(echo[a]) / statistics.median(echo[b]), 3),
+            f"cat_{a}_over_{b}": round(statistics.median(cat[a]) / statistics.median(cat[b]), 3)}
+
+
 def cmd_reconnect(a):
     """Reconnect to a running session: `clihost-jail run` (attach jail) against
     a plain `tmux attach` as the tenant on a server started outside any jail."""
@@ -823,6 +894,13 @@ def cmd_reconnect(a):
         rounds = interleaved(["jail", "floor", "plain", *side], a.rounds, a.runs, a.warmup, one)
         if sup is None or supervisor_of(a, a.tenant) != sup:
             raise RuntimeError(f"the session jail of {a.tenant} did not stay the same during the reconnects")
+        # Typing and output through the relay, against the build before it.
+        typing = {}
+        if side:
+            bpw, _ = tenant_identity(a.baseline_tenant)
+            spec_of = {"jail_root": (side["jail_root"], big_file(pw.pw_dir, pw.pw_uid, pw.pw_gid)),
+                       "base": (side["base"], big_file(bpw.pw_dir, bpw.pw_uid, bpw.pw_gid))}
+            typing = typing_and_output(spec_of, ["jail_root", "base"], marker)
         # Memory of one connection of each kind while attached (both at once).
         conns = [connect(*attach[v], marker, f"attach ({v})")[0] for v in attach]
         time.sleep(0.3)
@@ -846,7 +924,7 @@ def cmd_reconnect(a):
         extra = {"jail_root": latency_summary([x for r in rounds for x in r["jail_root"]]),
                  "base": latency_summary([x for r in rounds for x in r["base"]]),
                  "jail_root_over_base": ratio_summary(rounds, "jail_root", "base"),
-                 "base_over_plain": ratio_summary(rounds, "base", "plain")}
+                 "base_over_plain": ratio_summary(rounds, "base", "plain"), "typing": typing}
     print(json.dumps({
         **extra,
         "tenant": a.tenant, "rounds": a.rounds, "runs_per_round": a.runs,
@@ -1277,6 +1355,19 @@ def cmd_report(a):
         baseline.update({"Jr_ms": rec["jail_root"]["median_ms"], "Jb_ms": rec["base"]["median_ms"],
                          "Jr_over_Jb": jb["ratio"], "Jr_over_Jb_spread": [jb["round_min"], jb["round_max"]],
                          "Jb_over_P": bp["ratio"]})
+        ty = rec.get("typing") or {}
+        if ty:
+            e, c = ty["echo_ms"], ty["cat_mib_s"]
+            print(f"  typing through the relay against the baseline's direct terminal: a keystroke's echo "
+                  f"{e['jail_root']['median_ms']:.2f} ms against {e['base']['median_ms']:.2f} ms "
+                  f"(Er/Eb = {ty['echo_jail_root_over_base']:.3f}); cat of {CAT_MIB} MiB "
+                  f"{statistics.median(c['jail_root']):.1f} MiB/s against {statistics.median(c['base']):.1f} MiB/s "
+                  f"(throughput ratio {ty['cat_jail_root_over_base']:.3f})")
+            baseline.update({"echo_r_ms": e["jail_root"]["median_ms"], "echo_b_ms": e["base"]["median_ms"],
+                             "echo_r_over_b": ty["echo_jail_root_over_base"],
+                             "cat_r_mib_s": statistics.median(c["jail_root"]),
+                             "cat_b_mib_s": statistics.median(c["base"]),
+                             "cat_r_over_b": ty["cat_jail_root_over_base"]})
     print(f"first connection (nothing runs): {first['rounds']} rounds x {first['runs_per_round']} interleaved")
     lat(first["session"], "F  clihost-jail run: session jail start + attach")
     lat(first["oneoff"], "O  clihost-jail run -- tmux new-session (one-off jail)")

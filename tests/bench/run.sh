@@ -67,7 +67,11 @@
 #      C/A and PAM overhead). The reconnect part then adds Jr (J called by
 #      root) and Jb (the same by that helper, reconnecting to a session jail
 #      of its own of a fourth tenant: a build of another record version
-#      refuses the other's session jail by design): Jr/Jb.
+#      refuses the other's session jail by design): Jr/Jb. And, on
+#      connections of each (3 each, interleaved), typing through the
+#      front's terminal relay against the baseline's: a keystroke's echo
+#      (20 keys, median ms, Er/Eb) and `cat` of a 4 MiB file (MiB/s, to
+#      its end mark on screen).
 #      The baseline must be built with the bench's runtime directory
 #      (-DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-bench), as run.sh builds.
 #

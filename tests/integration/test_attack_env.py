@@ -12,6 +12,7 @@ helper writes its audit line."""
 import os
 import pwd
 import shutil
+import signal
 import stat
 import tempfile
 import threading
@@ -21,7 +22,7 @@ import pytest
 from attackutil import INSIDE, MARK_C, Guard, _cc, assert_inside, assert_refusal_line, guard, has_tmux_session, \
     payloads, pid_audit, pids_named, spawn, tmux_sock, wait_until  # noqa: F401 (fixtures)
 from conftest import NON_TENANT, PROXY, new_session, pam_closed, refused, routes_closed
-from ptyutil import PtyProcess
+from ptyutil import PtyProcess, attach_once
 
 BASE = {"PATH": "/usr/bin:/bin"}
 # The controls preload into the plain (not setuid) binary; an ASan build
@@ -240,17 +241,15 @@ def test_path_cannot_substitute_bwrap_tmux_or_sh(host, alice, payloads, guard):
     assert "PATH=/usr/local/bin:/usr/bin:/bin" in r.stdout and "/usr/bin/tmux" in r.stdout
     assert_allowed_and_audited(host, s)
     # The default command (the session jail's tmux server and the attach
-    # jail's client, both by absolute path; no terminal here, so the client
-    # gives up, and the empty session jail ends with it) and kill (a tmux
-    # client in a jail, refused once no session jail runs).
+    # jail's client, both by absolute path), on a terminal, hung up once
+    # its client drew its screen, and kill (a tmux client in a jail,
+    # refused once no session jail runs).
     s2 = new_session()
-    r = spawn([host.bin, "run", "--user", alice, "--session", s2], env=env)
-    # The session jail starts (bwrap and tmux by absolute path), then its
-    # supervisor refuses an attach whose front hands over no terminal.
-    assert r.returncode == 1 and r.stderr == "clihost-jail: an attach hands over a terminal\n", r
-    no_tty = lambda l: "decision=deny" in l and "an attach hands over a terminal" in l
-    lines = host.audit_lines(f"session={s2}", until=no_tty)
-    assert any(no_tty(l) for l in lines), lines
+    r = attach_once([host.bin, "run", "--user", alice, "--session", s2], env=dict(env, TERM="xterm-256color"))
+    assert r.returncode == 128 + signal.SIGHUP, r
+    started = lambda l: "decision=allow" in l and "attach jail started" in l
+    lines = host.audit_lines(f"session={s2}", until=started)
+    assert any(started(l) for l in lines), lines
     assert host.run_root([host.bin, "stop", "--user", alice]).returncode == 0
     assert host.wait_gone(alice), host.processes_of(alice)
     r = spawn([host.bin, "kill", "--user", alice, "--session", s2], env=env)

@@ -10,6 +10,7 @@ import grp
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,7 @@ import time
 import pytest
 
 from attackutil import Guard, assert_denied_in_audit, assert_refusal_line, guard, payloads, snapshot, spawn  # noqa
+from ptyutil import attach_once
 from conftest import BASE_CONFIG, PROXY, TENANT_GROUP, TEST_CONFIG, log_lines, new_session, sh, start_as
 
 
@@ -82,7 +84,8 @@ def targets(host, alice, bob, guard):
 
 
 def default_run(host, tenant, session, env=None):
-    return spawn([host.bin, "run", "--user", tenant, "--session", session], env=env)
+    """An attach, on a terminal (refused before any start without one)."""
+    return attach_once([host.bin, "run", "--user", tenant, "--session", session], env=env)
 
 
 @pytest.mark.parametrize("level", [".cache", ".cache/tmux"])
@@ -164,24 +167,25 @@ def test_socket_dir_swapped_during_launches(host, alice, guard, alice_cache, tar
     def met():
         return outcomes["refused"] + outcomes["vanished"] + outcomes["tmux-no-socket"]
 
-    # About 3 s of launches; up to 10 s while none has met the swapped state.
+    # About 3 s of launches; more while none has met the swapped state.
     started = time.time()
     try:
-        while time.time() < started + 3 or (not met() and time.time() < started + 10):
+        # At least 5 launches (one that attached takes seconds: its screen,
+        # its hang-up, the stop), up to 40 s.
+        while (time.time() < started + 3 or not met() or len(sessions) < 5) and time.time() < started + 40:
             s = new_session()
             sessions.append(s)
             r = default_run(host, alice, s)
             if "symlink" in r.stderr or "not a directory" in r.stderr or "not owned" in r.stderr:
                 outcomes["refused"] += 1  # the helper saw the symlink
                 assert r.returncode == 1, r
-            elif "an attach hands over a terminal" in r.stderr:
+            elif r.returncode == 128 + signal.SIGHUP:
                 # A real directory: the session jail started (its tmux made
-                # its socket), then its supervisor refused this front's
-                # stdin, which is no terminal. That jail is stopped, so that
-                # the next launch prepares the directory again, in the
-                # swapper's loop, where the attack is.
+                # its socket), and this attach drew its screen and was hung
+                # up. That jail is stopped, so that the next launch
+                # prepares the directory again, in the swapper's loop,
+                # where the attack is.
                 outcomes["tmux"] += 1
-                assert r.returncode == 1, r
                 assert host.run_root([host.bin, "stop", "--user", alice]).returncode == 0
             elif "cannot create" in r.stderr:
                 # The directory the helper had just made (in the gap between the

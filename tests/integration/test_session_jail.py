@@ -19,7 +19,7 @@ import pytest
 
 from conftest import PROXY, RUNTIME_DIR, attach_clients, install_faults_bin, new_session, prepared_attach_jails, sh, \
     wait_until
-from ptyutil import PtyProcess, attach, shell_ready
+from ptyutil import PtyProcess, attach, attach_once, shell_ready
 
 
 # ---------------------------------------------------------------- helpers --
@@ -521,7 +521,9 @@ def test_a_sigkill_before_the_handover_attaches_no_client(host, alice, terms):
 def test_a_session_jail_that_cannot_start_fails_closed(host, alice, terms):
     conf = host.config_variant({"jail": "tmpfs = /tmp /usr/ctj-cannot-exist"})
     since = log_stamp()
-    r = host.run_root([host.bin, "run", "--user", alice, "--session", new_session()], config=conf, timeout=60)
+    # On a terminal: an attach without one is refused before any start.
+    r = attach_once([host.bin, "run", "--user", alice, "--session", new_session()], user=None,
+                    env={"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "CLIHOST_JAIL_CONFIG": conf})
     assert r.returncode == 3, (r.returncode, r.stderr)
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(

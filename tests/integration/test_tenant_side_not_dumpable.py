@@ -159,7 +159,10 @@ def test_every_tenant_side_process_is_not_dumpable(host, alice, faults_bin, suid
         elif path == "probe child":
             start = run_faults(host, faults_bin, cmd, host.config_variant({"jail": "proc = private-or-hidepid"}))
         elif path == "session jail watcher":
-            start = run_faults(host, faults_bin, ["run", "--user", alice, "--session", s])
+            # On a terminal: an attach without one is refused before any start.
+            start = lambda: PtyProcess([faults_bin, "run", "--user", alice, "--session", s], user=None,
+                                       env=dict(env_with_secret(), CLIHOST_JAIL_FAULT="pause_as_tenant",
+                                                TERM="xterm")).proc
         elif path == "attach":
             # The supervisor starts every attach jail: a session jail of the
             # faults build's supervisor, then a second connection, whose
