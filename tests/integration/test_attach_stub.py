@@ -53,6 +53,25 @@ def fd_target(pid, fd):
         return None
 
 
+def fronts_ptys(front):
+    """The slaves of the pseudo-terminals whose master the front holds
+    (its terminal relay): /dev/pts/N from each /dev/ptmx fd's tty-index."""
+    out = []
+    for fd in os.listdir(f"/proc/{front}/fd"):
+        if fd_target(front, int(fd)) == "/dev/ptmx":
+            for line in open(f"/proc/{front}/fdinfo/{fd}"):
+                if line.startswith("tty-index:"):
+                    out.append(f"/dev/pts/{line.split()[1]}")
+    return out
+
+
+def on_the_fronts_own_pty(pid, front):
+    """The jail's terminal is the front's own pseudo-terminal, never the
+    caller's (SECURITY.md row 49)."""
+    mine = fd_target(pid, 0)
+    return mine != os.readlink(f"/proc/{front}/fd/0") and mine in fronts_ptys(front)
+
+
 def test_a_prepared_attach_jail_waits_for_the_next_connection_and_becomes_its_client(host, alice, terms):
     """After an attach, one attach jail waits: the supervisor's, its stub on
     /dev/null with no terminal, confined as every attach jail (seccomp,
@@ -80,7 +99,7 @@ def test_a_prepared_attach_jail_waits_for_the_next_connection_and_becomes_its_cl
     assert shell_ready(t2), t2.output()
     # The prepared process is now the second connection's tmux client, on its pty.
     assert exe_of(stub) == "/usr/bin/tmux"
-    assert fd_target(stub, 0) == os.readlink(f"/proc/{t2.proc.pid}/fd/0")
+    assert on_the_fronts_own_pty(stub, t2.proc.pid), (fd_target(stub, 0), fronts_ptys(t2.proc.pid))
     # And the next one waits.
     assert wait_until(lambda: len(stubs_of(alice)) == 1 and stubs_of(alice)[0] != stub, 10), host.processes_of(alice)
 
@@ -379,4 +398,4 @@ def test_an_attach_during_a_query_waits_for_its_answer_and_gets_the_jail(host, a
             front.wait()
     assert front.returncode == 0 and " sessions=q1 " in out, (out, err)
     assert exe_of(stub) == "/usr/bin/tmux"
-    assert fd_target(stub, 0) == os.readlink(f"/proc/{t2.proc.pid}/fd/0")
+    assert on_the_fronts_own_pty(stub, t2.proc.pid), (fd_target(stub, 0), fronts_ptys(t2.proc.pid))
