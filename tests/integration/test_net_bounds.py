@@ -184,13 +184,13 @@ def test_v1_tcp_buffers_of_loopback_connections_count_against_the_bound(host, al
         ready, _, _ = select.select([p.stdout], [], [], 60)
         assert ready, "the writer said nothing within 60 s"
         total = int(p.stdout.readline())
+        # Stopped at the bound (the sender's and the receiver's buffers both
+        # count), and what is held is charged to the tenant.
+        assert total < 48 * M, total
         jails = tenant_cgroup(alice, "memory")
         limit = int(read(os.path.join(jails, "memory.kmem.tcp.limit_in_bytes")))
         usage = int(read(os.path.join(jails, "memory.kmem.tcp.usage_in_bytes")))
         assert limit == 32 * M, limit
-        # Stopped at the bound (the sender's and the receiver's buffers both
-        # count), and what is held is charged to the tenant.
-        assert total < 48 * M, total
         assert 8 * M < usage <= limit + 4 * M, usage  # the kernel forces a socket's minimum past it
         got = listed(host, alice, conf)
         assert got["tcp_memory"] is not None and got["tcp_memory"] > 8 * M, got
