@@ -99,16 +99,23 @@ def isolated(host, memory="256M"):
     return host.config_variant(replace={"jail": {"network": "isolated"}, "limits": {"memory_max": memory}})
 
 
-def test_slirp4netns_runs_in_the_tenants_net_leaf_with_its_share(host, alice, terms, rules):
+def isolated_session(host, tenant, terms):
+    """An isolated session jail with memory_max 256M, its shell up: (config,
+    terminal, its one slirp4netns's pid)."""
     need_memory()
     conf = isolated(host)
-    t = connect(host, alice, terms, conf)
+    t = connect(host, tenant, terms, conf)
     assert shell_ready(t), t.output()
-    slirp = slirps(alice)
+    slirp = slirps(tenant)
     assert len(slirp) == 1, slirp
+    return conf, t, slirp[0]
+
+
+def test_slirp4netns_runs_in_the_tenants_net_leaf_with_its_share(host, alice, terms, rules):
+    conf, _, slirp = isolated_session(host, alice, terms)
     uid = pwd.getpwnam(alice).pw_uid
     # In the tenant's net leaf, not the supervisor's (where it ran before).
-    assert memory_cgroup_of(slirp[0]) == f"/{CGROUP_PARENT}/{uid}/net", memory_cgroup_of(slirp[0])
+    assert memory_cgroup_of(slirp) == f"/{CGROUP_PARENT}/{uid}/net", memory_cgroup_of(slirp)
     net = tenant_cgroup(alice, "memory", leaf="net")
     limit = read(os.path.join(net, "memory.limit_in_bytes" if V1 else "memory.max"))
     assert int(limit) == 32 * M, limit  # 256M / 8 = 32M, the floor
@@ -123,15 +130,10 @@ def test_slirp4netns_runs_in_the_tenants_net_leaf_with_its_share(host, alice, te
 
 
 def test_the_network_process_ending_is_told_in_an_audit_line_and_in_list(host, alice, terms, rules):
-    need_memory()
-    conf = isolated(host)
-    t = connect(host, alice, terms, conf)
-    assert shell_ready(t), t.output()
+    conf, t, slirp = isolated_session(host, alice, terms)
     sup = supervisor_pid(alice)
-    slirp = slirps(alice)
-    assert len(slirp) == 1, slirp
     since = time.time()
-    os.kill(slirp[0], signal.SIGKILL)
+    os.kill(slirp, signal.SIGKILL)
     lines = log_lines(lambda l: f"clihost-jail[{sup}]" in l and "network process" in l and logged_at(l) >= since - 1)
     assert lines and "the session jail's network process (slirp4netns) killed by signal 9: the jail has no " \
                      "network until it is stopped and started again" in lines[-1], lines
@@ -207,10 +209,7 @@ def test_a_jail_whose_host_address_rules_go_is_ended(host, alice, terms, rules):
     the jail's supervisor, watching nftables, proves them again and ends
     every jail of the tenant at once, saying why. Before this change the jail
     ran on and reached the host's addresses."""
-    need_memory()
-    conf = isolated(host)
-    t = connect(host, alice, terms, conf)
-    assert shell_ready(t), t.output()
+    _, t, _ = isolated_session(host, alice, terms)
     sup = supervisor_pid(alice)
     # Control: a change that keeps the rules (their reload, as postinst's
     # reload-or-restart does: one transaction) ends nothing.
