@@ -221,6 +221,7 @@ std::vector<CgroupWrite> limit_writes(const ResolvedLimits& r, CgroupVersion v, 
             if (cap.memsw) w.push_back({"", "jails", "memory.swap.max", num(r.swap_max, "max")});
         }
         if (cap.pids) w.push_back({"", "jails", "pids.max", num(r.tasks_max, "max")});
+        if (cap.memory) w.push_back({"", "net", "memory.max", num(net_memory_max(r), "max")});
         return w;
     }
     if (cap.cpu) w.push_back({"cpu", "", "cpu.shares", std::to_string(cpu_shares_of_weight(r.cpu_weight))});
@@ -234,9 +235,24 @@ std::vector<CgroupWrite> limit_writes(const ResolvedLimits& r, CgroupVersion v, 
         if (cap.memsw && r.memory_max && r.swap_max)
             w.push_back({"memory", "jails", "memory.memsw.limit_in_bytes", std::to_string(*r.memory_max + *r.swap_max)});
         if (r.swap_max && *r.swap_max == 0) w.push_back({"memory", "jails", "memory.swappiness", "0"});
+        // Written even as -1: only a written limit turns the accounting of
+        // the leaf's new sockets on (the kernel's tcpmem_active).
+        if (cap.tcp) w.push_back({"memory", "jails", "memory.kmem.tcp.limit_in_bytes", num(tcp_memory_max(r), "-1")});
+        w.push_back({"memory", "net", "memory.limit_in_bytes", num(net_memory_max(r), "-1")});
+        if (cap.tcp) w.push_back({"memory", "net", "memory.kmem.tcp.limit_in_bytes", num(net_memory_max(r), "-1")});
     }
     if (cap.pids) w.push_back({"pids", "jails", "pids.max", num(r.tasks_max, "max")});
     return w;
+}
+
+std::optional<std::uint64_t> net_memory_max(const ResolvedLimits& r) {
+    if (!r.memory_max) return std::nullopt;
+    return std::max(*r.memory_max / 8, kMinNetMemory);
+}
+
+std::optional<std::uint64_t> tcp_memory_max(const ResolvedLimits& r) {
+    if (!r.memory_max) return std::nullopt;
+    return std::max(*r.memory_max / 4, kMinNetMemory);
 }
 
 std::string limits_summary(const Limits& l, const std::optional<ResolvedLimits>& r) {

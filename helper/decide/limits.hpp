@@ -82,6 +82,7 @@ struct CgroupCapability {
     bool pids{false};
     bool cpu{false};
     std::string why_not;  // why some controller is unusable ("" if all are)
+    bool tcp{false};      // v1: memory.kmem.tcp.* (v2 charges socket buffers to memory.current)
 };
 
 // Which limits cannot be enforced here: an explicit one refuses the start
@@ -104,7 +105,10 @@ struct CgroupWrite {
     bool operator==(const CgroupWrite&) const = default;
 };
 // The limits go on the jails leaf (the supervisor's leaf is never limited),
-// the CPU weight on the tenant's node (fairness between tenants).
+// the network leaf's share on the net leaf (slirp4netns), the CPU weight on
+// the tenant's node (fairness between tenants). On v1 the TCP buffers are a
+// counter of their own, outside memory.usage_in_bytes: bounded on the jails
+// leaf by tcp_memory_max and on the net leaf by its share.
 std::vector<CgroupWrite> limit_writes(const ResolvedLimits& r, CgroupVersion v, const CgroupCapability& cap);
 
 // A query jail's own allowance (`list` and `kill` ask the tenant's tmux
@@ -115,6 +119,14 @@ std::vector<CgroupWrite> limit_writes(const ResolvedLimits& r, CgroupVersion v, 
 // deadline ends it.
 inline constexpr std::uint64_t kQueryTasks = 16;
 inline constexpr std::uint64_t kQueryMemory = std::uint64_t{64} << 20;
+// The net leaf's memory (slirp4netns, its sockets' buffers): an eighth of
+// memory_max, at least kMinNetMemory; none without memory_max.
+inline constexpr std::uint64_t kMinNetMemory = std::uint64_t{32} << 20;  // 32M
+std::optional<std::uint64_t> net_memory_max(const ResolvedLimits& r);
+// v1: the TCP buffers of the jails' sockets, on top of memory_max (a
+// counter of their own there): a quarter of memory_max, at least
+// kMinNetMemory; none without memory_max.
+std::optional<std::uint64_t> tcp_memory_max(const ResolvedLimits& r);
 
 // RLIMIT_NPROC of a jail: tasks_max (0: none) or the limit it already has
 // (pam_limits' for the tenant, or the host's), the lower. Soft and hard alike.

@@ -50,8 +50,9 @@ std::uint64_t scope_tasks_max(const ResolvedLimits& r) {
 }
 
 std::uint64_t scope_memory_max(const ResolvedLimits& r) {
-    if (!r.memory_max || *r.memory_max > kUnitInfinity - kSupervisorMemory) return kUnitInfinity;
-    return *r.memory_max + kSupervisorMemory;
+    const auto net = net_memory_max(r);
+    if (!r.memory_max || !net || *r.memory_max > kUnitInfinity - kSupervisorMemory - *net) return kUnitInfinity;
+    return *r.memory_max + *net + kSupervisorMemory;
 }
 
 std::vector<UnitProperty> scope_properties(const ResolvedLimits& r, pid_t pid, uid_t uid) {

@@ -5,13 +5,17 @@
 // host/systemd_scope.hpp sends them.
 //
 // The scope is the tenant's node; inside it, as on the bare cgroup file
-// system, the supervisor's leaf (never limited) and the jails' leaf (the
-// limits of limits.hpp, written by cgroup.hpp). The scope's own TasksMax and
-// MemoryMax are the jails' limits plus the supervisor's allowance: the jails'
-// leaf always hits its limit first (so an OOM kill or a refused fork happens
-// among the tenant's processes, never to the supervisor), while `systemctl
-// show`, systemd-cgtop and an operator's `set-property` see the tenant's whole
-// budget. CPUWeight is the tenant's (fairness between tenants).
+// system, the supervisor's leaf (never limited), the jails' leaf (the limits
+// of limits.hpp, written by cgroup.hpp) and the net leaf (slirp4netns, with
+// its share of memory_max: net_memory_max). The scope's own TasksMax and
+// MemoryMax are the leaves' limits plus the supervisor's allowance, so that
+// a leaf hits its own limit before the scope does: the jails' OOM kills and
+// refused forks happen among the jails' processes, the net leaf's to
+// slirp4netns (the supervisor tells of it), never to the supervisor or to a
+// sibling leaf; `systemctl show`, systemd-cgtop and an operator's
+// `set-property` see the tenant's whole budget. (The supervisor's leaf holds
+// only the helper's own processes, within kSupervisorMemory: an operator's
+// smaller MemoryMax can still reach them.) CPUWeight is the tenant's.
 #pragma once
 
 #include <sys/types.h>

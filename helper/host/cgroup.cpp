@@ -210,6 +210,7 @@ Result<TenantCgroup> TenantCgroup::setup_at(const CgroupHost& host, const Limits
         if (made) made = make_dir(dir + "/supervisor");
         if (made) made = make_dir(dir + "/jails");
         if (made) (void)make_dir(dir + "/query");  // optional: limit_query_leaf decides
+        if (made) made = make_dir(dir + "/net");
         if (!made) {
             if (why.empty()) why = made.error().message;
             continue;
@@ -227,6 +228,7 @@ Result<TenantCgroup> TenantCgroup::setup_at(const CgroupHost& host, const Limits
     } else {
         cg.cap_ = {has("memory", "jails/memory.limit_in_bytes"), has("memory", "jails/memory.memsw.limit_in_bytes"),
                    has("pids", "jails/pids.max"), has("cpu", "cpu.shares"), why};
+        cg.cap_.tcp = has("memory", "jails/memory.kmem.tcp.limit_in_bytes");
     }
     if (cg.cap_.why_not.empty() && !(cg.cap_.memory && cg.cap_.pids && cg.cap_.cpu))
         cg.cap_.why_not = "the controller is not available under " + limits.cgroup_parent;
@@ -300,6 +302,13 @@ Status TenantCgroup::enter(const char* leaf, pid_t pid) const {
 
 Status TenantCgroup::enter_supervisor(pid_t pid) const { return enter("supervisor", pid); }
 Result<std::vector<UniqueFd>> TenantCgroup::open_jails() const { return open_leaf("jails"); }
+Result<std::vector<UniqueFd>> TenantCgroup::open_net() const {
+    // A cgroup an earlier build made has no net leaf: its slirp4netns stays
+    // in the supervisor's leaf, as it did then, until the tenant's `stop`.
+    for (const auto& n : nodes_)
+        if (!exists(n.dir + "/net")) return std::vector<UniqueFd>{};
+    return open_leaf("net");
+}
 
 Result<std::vector<UniqueFd>> TenantCgroup::open_leaf(const char* leaf) const {
     std::vector<UniqueFd> out;
@@ -329,6 +338,17 @@ CgroupUsage TenantCgroup::usage() const {
             u.memory_anon = split.anon;
             u.memory_file = split.file;
         }
+        // The jails' socket buffers: v1's counter of their own (outside
+        // memory.usage_in_bytes), v2's share of memory.current.
+        if (v2) {
+            if (auto t = read_file(m->dir + "/jails/memory.stat")) u.tcp_memory = keyed(*t, "sock");
+        } else {
+            u.tcp_memory = read_number(m->dir + "/jails/memory.kmem.tcp.usage_in_bytes");
+        }
+        // slirp4netns's memory, with its TCP buffers on v1.
+        u.net_memory = read_number(m->dir + (v2 ? "/net/memory.current" : "/net/memory.usage_in_bytes"));
+        if (!v2 && u.net_memory)
+            if (auto tcp = read_number(m->dir + "/net/memory.kmem.tcp.usage_in_bytes")) *u.net_memory += *tcp;
     }
     if (const Node* p = node_of(v2 ? "" : "pids")) u.tasks = read_number(p->dir + "/jails/pids.current");
     return u;
@@ -415,7 +435,7 @@ Status TenantCgroup::remove() const {
     // scope whose cgroup went first never ends. Only the leaves are ours.
     const bool scope = rel_.rfind(slice_cgroup(kTenantSlice) + "/", 0) == 0;
     for (const auto& n : nodes_)
-        for (const std::string& d : {n.dir + "/query", n.dir + "/jails", n.dir + "/supervisor", n.dir}) {
+        for (const std::string& d : {n.dir + "/query", n.dir + "/jails", n.dir + "/net", n.dir + "/supervisor", n.dir}) {
             if (scope && d == n.dir && n.controller.empty()) continue;
             if (::rmdir(d.c_str()) == 0 || errno == ENOENT) continue;
             if (scope && d == n.dir) continue;

@@ -1,7 +1,9 @@
 // cgroup.hpp: the tenant's cgroup on the cgroup file system (v2, or the v1
 // hierarchies of memory, pids, cpu and freezer where a host has those):
-// PARENT/UID with a leaf for the supervisor (never limited, never killed)
-// and a leaf for the jails (the limits of limits.hpp, `stop`'s kill).
+// PARENT/UID with a leaf for the supervisor (never limited, never killed),
+// a leaf for the jails (the limits of limits.hpp, `stop`'s kill) and a leaf
+// for the tenant's network process, slirp4netns (its share of memory_max,
+// limits.hpp net_memory_max).
 // Limits are written before any process enters. Root only.
 #pragma once
 
@@ -59,6 +61,8 @@ struct CgroupUsage {
     std::optional<std::uint64_t> memory_file;
     std::optional<std::uint64_t> tasks;     // processes and threads of the jails
     std::optional<std::uint64_t> oom_kills; // processes the jails' memory limit killed
+    std::optional<std::uint64_t> tcp_memory; // the jails' socket buffers (v1: outside `memory`; v2: within)
+    std::optional<std::uint64_t> net_memory; // the net leaf's (slirp4netns's), TCP buffers included
 };
 
 // Anonymous and file bytes from a memory.stat text: v2's "anon" and
@@ -110,6 +114,9 @@ public:
     // kQueryMemory), where `list` and `kill` query jails run, so that a
     // tenant at its tasks_max or memory_max still has its sessions listed.
     bool has_query_leaf() const;
+    // The same for the net leaf (slirp4netns enters it before it becomes
+    // the tenant); none for a cgroup made by an earlier build.
+    Result<std::vector<UniqueFd>> open_net() const;
 
     CgroupUsage usage() const;
     // The limits as the kernel reads them back (for `check`).
@@ -120,7 +127,8 @@ public:
     // thawed), else pids.max 0 and SIGKILL over cgroup.procs until empty.
     // The query leaf's processes end with them.
     Status kill_jails() const;
-    // Removes the leaves and PARENT/UID (none may hold a process).
+    // Removes the leaves and PARENT/UID (none may hold a process; a net
+    // leaf's slirp4netns ends with its jail).
     Status remove() const;
 
 private:

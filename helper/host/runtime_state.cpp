@@ -235,12 +235,27 @@ void RuntimeDir::mark_session_jail(uid_t uid, pid_t pid, bool running) const {
     if (fd.valid()) (void)!::write(fd.get(), text.data(), text.size());
 }
 
-bool RuntimeDir::runs_session_jail(const SupervisorRecord& r) const {
+void RuntimeDir::mark_network_lost(uid_t uid, pid_t pid) const {
+    const std::string text = std::to_string(pid) + "\n" + std::string(kNetworkLostMark);
+    (void)replace_file(session_mark_name(uid), text, "the session jail's mark");
+}
+
+std::string RuntimeDir::session_mark(const SupervisorRecord& r) const {
     UniqueFd fd(::openat(fd_.get(), session_mark_name(r.uid).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd.valid()) return false;
+    if (!fd.valid()) return "";
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) return false;
-    return read_fd(fd.get(), 32) == std::to_string(r.pid) + "\n";
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) return "";
+    return read_fd(fd.get(), 64);
+}
+
+bool RuntimeDir::runs_session_jail(const SupervisorRecord& r) const {
+    const std::string text = session_mark(r);
+    const std::string pid = std::to_string(r.pid) + "\n";
+    return text == pid || text == pid + std::string(kNetworkLostMark);
+}
+
+bool RuntimeDir::network_lost(const SupervisorRecord& r) const {
+    return session_mark(r) == std::to_string(r.pid) + "\n" + std::string(kNetworkLostMark);
 }
 
 Status RuntimeDir::write_settings(const SupervisorRecord& r, const JailSettings& settings) const {

@@ -27,6 +27,8 @@ namespace clihost {
 // supervisor of protocol version 2, a v1 record a session jail of a build
 // before the owner model (no endpoint): read, recognised, only stopped.
 inline constexpr int kRecordVersion = 3;
+// The second line of a session jail's mark whose network process ended.
+inline constexpr std::string_view kNetworkLostMark = "network lost\n";
 
 struct SupervisorRecord {
     std::string tenant;               // the account name when it started
@@ -101,6 +103,11 @@ public:
     // that `stop` says truthfully what it stopped.
     void mark_session_jail(uid_t uid, pid_t pid, bool running) const;
     bool runs_session_jail(const SupervisorRecord& r) const;
+    // The session jail's network process (slirp4netns) ended while the jail
+    // runs: its mark says so (a second line), for `list`. Not restarted: the
+    // jail keeps no network until its next start (`stop`, then an attach).
+    void mark_network_lost(uid_t uid, pid_t pid) const;
+    bool network_lost(const SupervisorRecord& r) const;
 
     // UID.netns, the name under which a build before this one bound the
     // attach jails' network namespace (this one holds it as a descriptor,
@@ -128,6 +135,7 @@ public:
 
 private:
     explicit RuntimeDir(UniqueFd fd) : fd_(std::move(fd)) {}
+    std::string session_mark(const SupervisorRecord& r) const;
     Status replace_file(const std::string& name, const std::string& text, const std::string& what) const;
 
 public:

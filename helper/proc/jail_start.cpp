@@ -244,7 +244,7 @@ Result<int> run_trial_jail(const Plan& plan, const TenantCreds* net) {
     WaitingOneOff& jail = started.value();
     Status attached = ok_status();
     if (isolated) {
-        auto user_net = attach_user_net(jail.net.get(), *net, kStartSeconds);
+        auto user_net = attach_user_net(jail.net.get(), *net, kStartSeconds, nullptr);
         if (!user_net && user_net.error().message != kJailEndedEarly) attached = user_net.error();
         jail.net.reset();
     }

@@ -1,10 +1,14 @@
 // net.cpp: slirp4netns for an isolated jail, and the proof that the host's
 // own addresses are out of its reach. Linear: every step checked.
+// Size: slirp4netns's start, the rules' proof and their watch belong together:
+// each is half of "an isolated jail never reaches the host".
 #include "proc/net.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
 #include <linux/nsfs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -300,7 +304,7 @@ Status send_namespaces(int chan, pid_t jail_child, int seconds, int bwrap_pidfd)
     return fail(Exit::host, "the jail's network did not start");
 }
 
-Result<UserNet> attach_user_net(int chan, const TenantCreds& net, int seconds) {
+Result<UserNet> attach_user_net(int chan, const TenantCreds& net, int seconds, const TenantCgroup* cgroup) {
     // 1. The namespaces, from the watcher.
     pollfd p{chan, POLLIN, 0};
     int r;
@@ -322,13 +326,20 @@ Result<UserNet> attach_user_net(int chan, const TenantCreds& net, int seconds) {
     UniqueFd exit_read(exitp[0]), exit_write(exitp[1]);
     const UniqueFd err(static_cast<int>(::syscall(SYS_memfd_create, "clihost-jail-slirp", MFD_CLOEXEC)));
     if (!err.valid()) return fail(Exit::internal, "memfd_create failed");
+    auto leaf = cgroup != nullptr ? cgroup->open_net() : Result<std::vector<UniqueFd>>(std::vector<UniqueFd>{});
+    if (!leaf) return fail(Exit::host, "cannot place the jail's network: " + leaf.error().message);
     const pid_t self = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
-    if (pid == 0)
+    if (pid == 0) {
+        // Into the net leaf first, still root: nothing of it is charged to
+        // the supervisor's leaf. A failure is its end (no readiness).
+        for (const auto& fd : leaf.value())
+            if (::write(fd.get(), "0", 1) != 1) ::_exit(4);
         run_as_tenant(net, self, SIGKILL, [&]() noexcept {
             return exec_slirp(userns.get(), netns.get(), ready_write.get(), exit_read.get(), err.get());
         });
+    }
     exit_read.reset();
     // 3. Its readiness ("1" on the ready pipe), or its end.
     // Our copy of its write end goes, so its death reads as end of file.
@@ -350,6 +361,27 @@ Result<UserNet> attach_user_net(int chan, const TenantCreds& net, int seconds) {
         return fail(Exit::host, std::string(kJailEndedEarly));
     }
     return UserNet{pid, std::move(exit_write)};
+}
+
+Result<UniqueFd> watch_host_rules() {
+    UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_NETFILTER));
+    sockaddr_nl sa{};
+    sa.nl_family = AF_NETLINK;
+    const int group = NFNLGRP_NFTABLES;
+    if (!fd.valid() || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
+        ::setsockopt(fd.get(), SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof group) != 0)
+        return fail(Exit::host, std::string("cannot watch the host-address rules (nftables events): ") + std::strerror(errno));
+    return fd;
+}
+
+bool drain_rule_events(int watch) {
+    bool any = false;
+    char buf[8192];
+    while (true) {
+        const ssize_t n = ::recv(watch, buf, sizeof buf, 0);
+        if (n > 0 || (n < 0 && errno == ENOBUFS)) any = true;
+        else if (!(n < 0 && errno == EINTR)) return any;
+    }
 }
 
 Result<UniqueFd> make_empty_netns() {

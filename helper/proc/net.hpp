@@ -23,6 +23,7 @@
 
 #include "decide/identity.hpp"
 #include "decide/net_plan.hpp"
+#include "host/cgroup.hpp"
 #include "base/result.hpp"
 #include "base/unique_fd.hpp"
 
@@ -61,8 +62,19 @@ struct UserNet {
 
 // Root side: receive the namespaces from the watcher on `chan`, start
 // slirp4netns on them as `net`, wait until it is ready, then send the
-// go-ahead. A failure quotes slirp4netns's own message.
-Result<UserNet> attach_user_net(int chan, const TenantCreds& net, int seconds);
+// go-ahead. A failure quotes slirp4netns's own message. `cgroup`: the
+// tenant's, whose net leaf slirp4netns enters (as root, before it becomes
+// the tenant), so that its memory and its sockets' buffers count against
+// the tenant's share (limits.hpp net_memory_max), never the supervisor's
+// unlimited leaf; null: none (a trial, a host without cgroups).
+Result<UserNet> attach_user_net(int chan, const TenantCreds& net, int seconds, const TenantCgroup* cgroup);
+
+// A watch on the host's nftables rules: a netlink socket in the
+// NFNLGRP_NFTABLES group (root only), non-blocking. It turns readable at
+// every change of any table (a flush, a delete, a reload).
+Result<UniqueFd> watch_host_rules();
+// Reads every pending event; true if there was any (an overflow counts).
+bool drain_rule_events(int watch);
 
 // The tenant's empty network namespace, which its attach jails join rather
 // than each making one: made by a child (this process's own network never

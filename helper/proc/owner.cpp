@@ -174,10 +174,13 @@ public:
                     by.emplace_back(c.get(), fd->get());
                 }
             }
+            const std::size_t rules_at = p.size();
+            p.push_back({c_.rules_watch.valid() ? c_.rules_watch.get() : -1, POLLIN, 0});
             const int r = ::poll(p.data(), p.size(), timeout_ms());
             if (r < 0 && errno != EINTR) break;
             const std::time_t now = std::time(nullptr);
             if (r > 0 && (p[0].revents & POLLIN) != 0) on_signal(sigfd);
+            if (r > 0 && (p[rules_at].revents & POLLIN) != 0) on_rules_event();
             if (r > 0 && (p[1].revents & POLLIN) != 0) on_accept(now);
             for (std::size_t i = 0; r > 0 && i < by.size(); ++i) {
                 if (p[i + 2].fd < 0 || p[i + 2].revents == 0) continue;
@@ -296,6 +299,28 @@ private:
         }
     }
 
+    // nftables changed: the host-address rules proven again (net.hpp
+    // host_addresses_blocked, the check of every start). Gone (a flush,
+    // `systemctl stop nftables`, the package's removal), no jail of the
+    // tenant runs on: its network would reach the host's own addresses.
+    void on_rules_event() {
+        if (!drain_rule_events(c_.rules_watch.get()) || ending_at_ != 0 || c_.net == nullptr) return;
+        const Status held = host_addresses_blocked(*c_.net);
+        if (held) return;
+        log::context().caller.assign(1, '-');
+        log::audit("warn", held.error().message + ": ending every jail of the tenant");
+        c_.rules_watch.reset();
+        end_all("rules gone");
+    }
+
+    void network_lost(int st) {
+        const std::string how = WIFSIGNALED(st) ? "killed by signal " + std::to_string(WTERMSIG(st))
+                                                : "exited with status " + std::to_string(exit_status_of(st));
+        log::audit("warn", "the session jail's network process (slirp4netns) " + how +
+                               ": the jail has no network until it is stopped and started again");
+        c_.dir.mark_network_lost(uid(), ::getpid());
+    }
+
     void reap() {
         while (true) {
             int st = 0;
@@ -303,7 +328,14 @@ private:
             if (pid <= 0) return;
             log::context() = own_;
             // A slirp4netns that ended first: not to be signalled again.
-            if (pid == session_net_.pid) session_net_.pid = -1;
+            // Ended while its jail runs (its memory share's OOM kill, a
+            // signal, a crash): the jail has no network now. Not restarted
+            // (the jail's namespace is the watcher's to hand over): said in
+            // an audit line and in `list`; `stop` and an attach start a new one.
+            if (pid == session_net_.pid) {
+                session_net_.pid = -1;
+                if (session_ > 0) network_lost(st);
+            }
             // A prepared attach jail that ended before its connection (its
             // session jail was ending, or bwrap failed): the next attach
             // prepares another. (It runs no client before its connection,
@@ -420,8 +452,8 @@ private:
         // `stop`: every process of every jail, by the jails leaf (setsid,
         // double forks, stopped processes included); the signals below
         // still go to the watchers (no cgroup on this host: they are all).
-        if (std::string(why) == "stopped" && !stopped_) {
-            stopped_ = true;
+        if ((std::string(why) == "stopped" && !stopped_) || std::string(why) == "rules gone") {
+            stopped_ = std::string(why) == "stopped";
             if (c_.place.cgroup != nullptr)
                 if (auto st = c_.place.cgroup->kill_jails(); !st) log::audit("warn", st.error().message);
         }
@@ -699,7 +731,7 @@ private:
         // and so the command, never runs without it. A jail that ended
         // first says why: in its start-up report, or to its front.
         if (isolated) {
-            auto attached = attach_user_net(net_ours.get(), *c_.net, kWaitingStartSeconds);
+            auto attached = attach_user_net(net_ours.get(), *c_.net, kWaitingStartSeconds, c_.place.cgroup);
             if (attached) oneoff_.net = std::move(attached).value();
             else if (attached.error().message != kJailEndedEarly) {
                 // Ended at once, so that it tells a front it may hold nothing.

@@ -50,6 +50,10 @@ struct OwnerContext {
     // (validate_tenant, the account database as it is now): a front can be
     // stopped after its own checks and continued at any later time.
     std::function<Status()> check_tenant;
+    // network = isolated: nftables' events (net.hpp watch_host_rules). On
+    // each, the host-address rules are proven again; gone, every jail of
+    // the tenant ends (its jails leaf killed), with an audit line.
+    UniqueFd rules_watch;
 };
 
 // How the loop ended, for the supervisor's last audit line.

@@ -210,7 +210,7 @@ Result<SessionJail> start_session_jail(const SessionStart& s, const ValidRequest
     Status up = ok_status();
     bool bwrap_blocked = false;
     if (net != nullptr) {
-        auto attached = attach_user_net(ours.get(), *net, kStartSeconds);
+        auto attached = attach_user_net(ours.get(), *net, kStartSeconds, place.cgroup);
         if (attached) {
             jail.net = std::move(attached).value();
         } else if (attached.error().message != kJailEndedEarly) {
@@ -323,8 +323,14 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     const auto oom_before = cg.value().usage().oom_kills.value_or(0);
     // 2. An isolated network's prerequisites, proven (exit 3 if missing):
     //    never a jail with half of its isolation.
+    //    The rules are watched from before their proof to the end: a jail
+    //    whose rules go while it runs is ended (Owner, on_rules_event).
     std::optional<TenantCreds> net;
+    UniqueFd rules_watch;
     if (s.policy.network == NetworkMode::isolated) {
+        auto watch = watch_host_rules();
+        if (!watch) return failed(watch.error());
+        rules_watch = std::move(watch).value();
         auto creds = require_isolation(t.uid);
         if (!creds) return failed(creds.error());
         net = creds.value();
@@ -405,7 +411,7 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     //    did (setsid, double forks, stopped processes).
     OwnerContext oc{s, dir, pam_env, tenant_limits, place, net_creds, std::move(attach_netns),
                     [&] { return start_session_jail(s, serve.value(), pam_env, tenant_limits, place, net_creds); },
-                    nullptr, [&] { return tenant_still_valid(s); }};
+                    nullptr, [&] { return tenant_still_valid(s); }, std::move(rules_watch)};
     if (pam)
         oc.check_account = [&](const std::string& caller) {
             return PamSession::check_account(s.policy.pam_service, t.name, caller);
@@ -558,6 +564,11 @@ std::optional<JailSettings> session_jail_settings(const SupervisorRecord& r) {
     auto dir = RuntimeDir::open();
     if (!dir) return std::nullopt;
     return dir.value().read_settings(r);
+}
+
+bool session_network_lost(const SupervisorRecord& r) {
+    auto dir = RuntimeDir::open();
+    return dir && dir.value().network_lost(r);
 }
 
 std::vector<SupervisorRecord> live_session_jails() {

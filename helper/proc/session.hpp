@@ -53,6 +53,10 @@ std::optional<SupervisorRecord> find_session_jail(uid_t uid);
 // was still there) when this says yes.
 bool session_jail_ended(const SupervisorRecord& r, int millis);
 
+// Whether the supervisor of `r` said its session jail's network process
+// ended (RuntimeDir::network_lost).
+bool session_network_lost(const SupervisorRecord& r);
+
 // The settings the session jail of record `r` started with, if its
 // supervisor recorded them (RuntimeDir::read_settings).
 std::optional<JailSettings> session_jail_settings(const SupervisorRecord& r);

@@ -146,6 +146,7 @@ TEST(Cgroup, V2WritesLimitsOnTheJailsLeafBeforeAnyProcessEnters) {
     v2_cgroup(t, "clihost-jail/1234");
     v2_cgroup(t, "clihost-jail/1234/supervisor");
     v2_cgroup(t, "clihost-jail/1234/jails");
+    v2_cgroup(t, "clihost-jail/1234/net");
     const Limits l = parse_config("[limits]\nmemory_max = 1G\ntasks_max = 100\ncpu_weight = 50\n").value().limits;
     auto cg = TenantCgroup::setup(detect_cgroups(t.root(), false), l, 1234, kMeminfo);
     ASSERT_TRUE(cg.ok()) << cg.error().message;
@@ -154,6 +155,7 @@ TEST(Cgroup, V2WritesLimitsOnTheJailsLeafBeforeAnyProcessEnters) {
     EXPECT_EQ(t.read("clihost-jail/1234/jails/memory.max"), "1073741824");
     EXPECT_EQ(t.read("clihost-jail/1234/jails/memory.high"), "max");
     EXPECT_EQ(t.read("clihost-jail/1234/jails/memory.swap.max"), "0");
+    EXPECT_EQ(t.read("clihost-jail/1234/net/memory.max"), "134217728");
     EXPECT_EQ(t.read("clihost-jail/1234/jails/pids.max"), "100");
     EXPECT_EQ(t.read("clihost-jail/1234/cpu.weight"), "50");
     // The supervisor's leaf gets no limit, and nothing entered either leaf.
@@ -180,6 +182,7 @@ TEST(Cgroup, V2LeavesInsideTheTenantsSystemdScope) {
     v2_cgroup(t, scope);
     v2_cgroup(t, scope + "/supervisor");
     v2_cgroup(t, scope + "/jails");
+    v2_cgroup(t, scope + "/net");
     ASSERT_TRUE(make_cgroup(t.root(), scope + "/supervisor").ok());
     ASSERT_TRUE(enter_cgroup(t.root() + "/" + scope + "/supervisor").ok());
     EXPECT_EQ(t.read(scope + "/supervisor/cgroup.procs"), std::to_string(::getpid()));
@@ -203,6 +206,7 @@ TEST(Cgroup, V2UsageKillAndOpen) {
     v2_cgroup(t, "p/7");
     v2_cgroup(t, "p/7/supervisor");
     v2_cgroup(t, "p/7/jails");
+    v2_cgroup(t, "p/7/net");
     t.file("p/7/jails/memory.current", "1048576\n");
     t.file("p/7/jails/pids.current", "12\n");
     t.file("p/7/jails/memory.events", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
@@ -275,6 +279,7 @@ TEST(Cgroup, V2WithoutThePidsControllerLeavesTasksMaxToRlimitNproc) {
     v2_cgroup(t, "p/7", false);
     v2_cgroup(t, "p/7/supervisor", false);
     v2_cgroup(t, "p/7/jails", false);
+    v2_cgroup(t, "p/7/net", false);
     const auto host = detect_cgroups(t.root(), false);
     // Explicit or default, tasks_max is then RLIMIT_NPROC's (JailPlacement):
     // a warning, no refusal, and the other limits are written.
@@ -315,7 +320,7 @@ TEST(Cgroup, V1UsesEachControllersHierarchyAndTheFreezerToKill) {
     for (const char* c : {"memory", "pids", "cpu", "freezer"}) {
         t.dir(c);
         t.file(std::string(c) + "/cgroup.procs");
-        for (const char* d : {"/p", "/p/9", "/p/9/supervisor", "/p/9/jails"}) {
+        for (const char* d : {"/p", "/p/9", "/p/9/supervisor", "/p/9/jails", "/p/9/net"}) {
             t.dir(std::string(c) + d);
             t.file(std::string(c) + d + "/cgroup.procs");
         }
@@ -324,6 +329,7 @@ TEST(Cgroup, V1UsesEachControllersHierarchyAndTheFreezerToKill) {
                           "memory.swappiness"})
         t.file(std::string("memory/p/9/jails/") + f);
     t.file("memory/p/9/jails/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+    t.file("memory/p/9/net/memory.limit_in_bytes");
     t.file("pids/p/9/jails/pids.max");
     t.file("cpu/p/9/cpu.shares");
     t.file("freezer/p/9/jails/freezer.state", "THAWED\n");
@@ -335,6 +341,8 @@ TEST(Cgroup, V1UsesEachControllersHierarchyAndTheFreezerToKill) {
     ASSERT_TRUE(cg.ok()) << cg.error().message;
     EXPECT_EQ(t.read("memory/p/9/jails/memory.limit_in_bytes"), "1073741824");
     EXPECT_EQ(t.read("memory/p/9/jails/memory.memsw.limit_in_bytes"), "1073741824");
+    // slirp4netns's leaf: an eighth of memory_max.
+    EXPECT_EQ(t.read("memory/p/9/net/memory.limit_in_bytes"), "134217728");
     EXPECT_EQ(t.read("pids/p/9/jails/pids.max"), "100");
     EXPECT_EQ(t.read("cpu/p/9/cpu.shares"), "1024");
     EXPECT_EQ(cg.value().usage().oom_kills, 2u);
@@ -360,6 +368,7 @@ TEST(Cgroup, V2EnablesEachAvailableControllerForTheLevelBelowAndNoneInTheLeaves)
     t.file("p/7/cgroup.controllers", "memory pids\n");
     v2_cgroup(t, "p/7/supervisor");
     v2_cgroup(t, "p/7/jails");
+    v2_cgroup(t, "p/7/net");
     WriteLog root(t.root() + "/cgroup.subtree_control");
     WriteLog parent(t.root() + "/p/cgroup.subtree_control");
     WriteLog tenant(t.root() + "/p/7/cgroup.subtree_control");
@@ -382,7 +391,7 @@ TEST(Cgroup, V2PutsProcessesOnlyInLeavesNeverInANodeWithControllersEnabled) {
     Tree t;
     t.file("cgroup.controllers", "cpu memory pids\n");
     t.file("cgroup.subtree_control");
-    for (const char* d : {"p", "p/7", "p/7/supervisor", "p/7/jails"}) v2_cgroup(t, d);
+    for (const char* d : {"p", "p/7", "p/7/supervisor", "p/7/jails", "p/7/net"}) v2_cgroup(t, d);
     const auto host = detect_cgroups(t.root(), false);
     const Limits l = parse_config("[limits]\ncgroup_parent = p\n").value().limits;
     auto cg = TenantCgroup::setup(host, l, 7, kMeminfo);
@@ -405,7 +414,7 @@ TEST(Cgroup, V2WritesMaxForNoLimitAndTheHighMark) {
     Tree t;
     t.file("cgroup.controllers", "cpu memory pids\n");
     t.file("cgroup.subtree_control");
-    for (const char* d : {"p", "p/7", "p/7/supervisor", "p/7/jails"}) v2_cgroup(t, d);
+    for (const char* d : {"p", "p/7", "p/7/supervisor", "p/7/jails", "p/7/net"}) v2_cgroup(t, d);
     const Limits l =
         parse_config("[limits]\ncgroup_parent = p\nmemory_max = max\nmemory_high = 512M\nmemory_swap_max = max\n"
                      "tasks_max = max\ncpu_weight = 10000\n")
@@ -435,7 +444,7 @@ TEST(Cgroup, V2WithoutCgroupKillStopsForksWithPidsMaxZero) {
     // over cgroup.procs until it is empty (here it is).
     Tree t;
     t.file("cgroup.controllers", "cpu memory pids\n");
-    for (const char* d : {"p", "p/7", "p/7/supervisor", "p/7/jails"}) v2_cgroup(t, d);
+    for (const char* d : {"p", "p/7", "p/7/supervisor", "p/7/jails", "p/7/net"}) v2_cgroup(t, d);
     ::unlink((t.root() + "/p/7/jails/cgroup.kill").c_str());
     const TenantCgroup cg = TenantCgroup::open(detect_cgroups(t.root(), false), "p", 7);
     ASSERT_TRUE(cg.placed());

@@ -2,6 +2,8 @@
 // cgroup files each limit is written to (v1 and v2).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "decide/config.hpp"
 #include "decide/limits.hpp"
 #include "reason.hpp"
@@ -111,7 +113,8 @@ TEST(Limits, V2WritesTheLimitsOnTheJailsLeafAndTheWeightOnTheTenant) {
                                         {"", "jails", "memory.max", "2147483648"},
                                         {"", "jails", "memory.high", "max"},
                                         {"", "jails", "memory.swap.max", "0"},
-                                        {"", "jails", "pids.max", "100"}}));
+                                        {"", "jails", "pids.max", "100"},
+                                        {"", "net", "memory.max", "268435456"}}));
 }
 
 TEST(Limits, V1WritesEachControllersHierarchyWithMemswAboveTheLimitAtEveryStep) {
@@ -126,7 +129,26 @@ TEST(Limits, V1WritesEachControllersHierarchyWithMemswAboveTheLimitAtEveryStep) 
                                         {"memory", "jails", "memory.soft_limit_in_bytes", "-1"},
                                         {"memory", "jails", "memory.memsw.limit_in_bytes", "1073741824"},
                                         {"memory", "jails", "memory.swappiness", "0"},
+                                        {"memory", "net", "memory.limit_in_bytes", "134217728"},
                                         {"pids", "jails", "pids.max", "100"}}));
+    // With the TCP counter (memory.kmem.tcp.*): the jails' TCP buffers get a
+    // quarter of memory_max, the net leaf's its own share.
+    CgroupCapability tcp = all;
+    tcp.tcp = true;
+    const auto with_tcp = limit_writes(resolve_limits(l, 8 * G), CgroupVersion::v1, tcp);
+    EXPECT_NE(std::find(with_tcp.begin(), with_tcp.end(),
+                        CgroupWrite{"memory", "jails", "memory.kmem.tcp.limit_in_bytes", "268435456"}),
+              with_tcp.end());
+    EXPECT_NE(std::find(with_tcp.begin(), with_tcp.end(),
+                        CgroupWrite{"memory", "net", "memory.kmem.tcp.limit_in_bytes", "134217728"}),
+              with_tcp.end());
+    // Without memory_max the accounting is still turned on (-1).
+    Limits unbounded = l;
+    unbounded.memory_max = {};
+    const auto no_max = limit_writes(resolve_limits(unbounded, 8 * G), CgroupVersion::v1, tcp);
+    EXPECT_NE(std::find(no_max.begin(), no_max.end(),
+                        CgroupWrite{"memory", "jails", "memory.kmem.tcp.limit_in_bytes", "-1"}),
+              no_max.end());
     // Without swap accounting, swap 0 is swappiness 0; a controller that is
     // not usable gets no write.
     const CgroupCapability no_memsw_no_cpu{true, false, true, false, ""};
@@ -134,6 +156,7 @@ TEST(Limits, V1WritesEachControllersHierarchyWithMemswAboveTheLimitAtEveryStep) 
               (std::vector<CgroupWrite>{{"memory", "jails", "memory.limit_in_bytes", "1073741824"},
                                         {"memory", "jails", "memory.soft_limit_in_bytes", "-1"},
                                         {"memory", "jails", "memory.swappiness", "0"},
+                                        {"memory", "net", "memory.limit_in_bytes", "134217728"},
                                         {"pids", "jails", "pids.max", "100"}}));
     EXPECT_EQ(cpu_shares_of_weight(1), 10u);
     EXPECT_EQ(cpu_shares_of_weight(10000), 102400u);

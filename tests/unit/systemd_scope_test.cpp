@@ -42,7 +42,8 @@ TEST(SystemdScope, TheScopesBudgetIsTheJailsLimitPlusTheSupervisorsAllowance) {
     const ResolvedLimits r{512 * M, std::nullopt, 0, 100, 100};
     const auto props = scope_properties(r, 1, 1001);
     EXPECT_EQ(find(props, "TasksMax")->number, 100 + kSupervisorTasks);
-    EXPECT_EQ(find(props, "MemoryMax")->number, 512 * M + kSupervisorMemory);
+    // The net leaf's share (an eighth of memory_max, at least 32M) too.
+    EXPECT_EQ(find(props, "MemoryMax")->number, 512 * M + 64 * M + kSupervisorMemory);
     EXPECT_EQ(find(props, "TasksMax")->type, UnitProperty::Type::uint64);
 }
 
