@@ -442,13 +442,17 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
             if (!n) return std::nullopt;
             return static_cast<long long>(*n);
         };
-        e.json_figures = {{"memory_anon", num(use.memory_anon)}, {"memory_file", num(use.memory_file)}};
-        // tcp_memory: the jails' socket buffers (on v1 beside memory, on v2
-        // within it); net_memory: slirp4netns's; network_lost: 1 once the
-        // session jail's network process ended (not restarted).
-        e.figures = {{"memory", num(use.memory)},         {"tasks", num(use.tasks)},
-                     {"tcp_memory", num(use.tcp_memory)}, {"net_memory", num(use.net_memory)},
-                     {"network_lost", session_network_lost(r) ? 1 : 0}};
+        // The text form keeps the fields proxies parse; the JSON form adds
+        // tcp_memory (the jails' socket buffers: on v1 beside memory, on v2
+        // within it), net_memory (slirp4netns's), network_lost (1 once the
+        // session jail's network process ended; not restarted) and the
+        // memory split.
+        e.figures = {{"memory", num(use.memory)}, {"tasks", num(use.tasks)}};
+        e.json_figures = {{"tcp_memory", num(use.tcp_memory)},
+                          {"net_memory", num(use.net_memory)},
+                          {"network_lost", session_network_lost(r) ? 1 : 0},
+                          {"memory_anon", num(use.memory_anon)},
+                          {"memory_file", num(use.memory_file)}};
         entries.push_back(std::move(e));
     }
     // Every supervisor at once: one that does not answer is sessions=?.

@@ -874,7 +874,9 @@ def test_isolated_refuses_when_its_isolation_is_incomplete(host, alice, net, mis
             assert "RAN_42" not in r.stdout, r
             assert r.stderr == f"clihost-jail: {msg}\n", r
         failed = lambda l: l.rstrip("\n").endswith(f'decision=fail reason="{msg}"')
-        lines = pid_lines(host, r.pid, r.started, until=failed)
+        # The supervisor writes the refusal, naming this request; the front
+        # only says it on stderr (one decision line per request).
+        lines = front_and_supervisor_lines(host, r, until=failed)
         assert any(failed(l) for l in lines), lines
         c = host.run_root([host.bin, "check", "--user", alice], config=net.isolated)
         assert c.returncode == 3, c

@@ -395,14 +395,15 @@ def test_no_process_of_the_tenant_stays_in_the_callers_cgroup(host, alice, terms
     sup = supervisor_pid(alice)
     tenant = f"/{CGROUP_PARENT}/{pwd.getpwnam(alice).pw_uid}"
     assert cgroup_line(sup, cg.key) == f"{tenant}/supervisor", (cg.kind, open(f"/proc/{sup}/cgroup").read())
-    # The helper's watchers and slirp4netns (of the tenant's uid) are in the
-    # supervisor's leaf (ARCHITECTURE.md's table); everything in a jail is
-    # in the jails leaf.
+    # The helper's watchers (of the tenant's uid) are in the supervisor's
+    # leaf, slirp4netns in the net leaf (ARCHITECTURE.md's table);
+    # everything in a jail is in the jails leaf.
     leaves = {}
     for p in host.processes_of(alice):
         argv = cmdline(p)
         if argv and argv[0]:  # not a zombie (no argv, and the root cgroup)
-            leaves[p] = "supervisor" if argv[0].endswith((b"/clihost-jail", b"/slirp4netns")) else "jails"
+            leaves[p] = ("supervisor" if argv[0].endswith(b"/clihost-jail")
+                         else "net" if argv[0].endswith(b"/slirp4netns") else "jails")
     assert "jails" in leaves.values() and "supervisor" in leaves.values(), leaves
     for p, leaf in leaves.items():
         assert cgroup_line(p, cg.key) == f"{tenant}/{leaf}", (cg.kind, p, cmdline(p), open(f"/proc/{p}/cgroup").read())

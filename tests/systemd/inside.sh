@@ -80,7 +80,7 @@ wait_for 15 grep -q BEFORE_42 $R/conn.log && pass "a new connection reattached (
 
 # 3. The scope's limits: read back by systemctl show, and the jails' leaf's.
 check "systemctl show TasksMax (tasks_max 40 + supervisor's 64)" "$(systemctl show -P TasksMax $SCOPE)" 104
-check "systemctl show MemoryMax (memory_max 96M + supervisor's 64M)" "$(systemctl show -P MemoryMax $SCOPE)" $(((96 + 64) << 20))
+check "systemctl show MemoryMax (memory_max 96M + the net leaf's 32M + supervisor's 64M)" "$(systemctl show -P MemoryMax $SCOPE)" $(((96 + 32 + 64) << 20))
 check "jails leaf pids.max" "$(cat $PIDS/jails/pids.max)" 40
 check "jails leaf $MEM_LIMIT" "$(cat $MEM/jails/$MEM_LIMIT)" $((96 << 20))
 
