@@ -128,20 +128,24 @@ constexpr int kWaitingStartSeconds = 10;
 // one-off (unless it ends sooner) the next one-off jail.
 constexpr std::chrono::milliseconds kPrepareDelay{50};
 
+// The supervisor's own lines (a stop, a jail prepared, a child reaped)
+// name no request: its own action, no caller.
+log::AuditContext supervisor_context() {
+    log::AuditContext own = log::context();
+    own.action = "supervise";
+    own.caller = "-";
+    own.caller_uid = -1;
+    own.via = "-";
+    own.session = "-";
+    return own;
+}
+
 // The tenant's owner.
 class Owner {
 public:
     Owner(OwnerContext ctx, SessionJail&& session, UniqueFd listener)
         : c_(std::move(ctx)), session_(session.watcher), session_net_(std::move(session.net)),
-          listener_(std::move(listener)) {
-        // The supervisor's own lines (a stop, a jail prepared, a child
-        // reaped) name no request: its own action, no caller.
-        own_ = log::context();
-        own_.action = "supervise";
-        own_.caller = "-";
-        own_.caller_uid = -1;
-        own_.via = "-";
-        own_.session = "-";
+          listener_(std::move(listener)), own_(supervisor_context()) {
         end_.session_ran = session_ > 0;
         if (session_ < 0) idle_until_ = std::time(nullptr) + kFirstConnectionSeconds;
         else c_.dir.mark_session_jail(uid(), ::getpid(), true);

@@ -202,7 +202,10 @@ bool list_profile_d(std::vector<HostPath>& out) {
     if (!ok) return false;
     std::sort(names.begin(), names.end());
     for (const auto& n : names) {
-        auto hp = inspect_host_paths({dir + "/" + n}).front();
+        std::string path = dir;
+        path += '/';
+        path += n;
+        auto hp = inspect_host_paths({path}).front();
         if (hp.kind != HostPath::Kind::absent) out.push_back(std::move(hp));
     }
     return true;
