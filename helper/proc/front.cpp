@@ -177,7 +177,7 @@ private:
             if ((sig == SIGINT || sig == SIGQUIT) && kind_ == HandoverKind::attach) continue;
             // The jail's terminal takes the caller's size first, then the
             // jail hears of it (its client reads the size on SIGWINCH).
-            if (sig == SIGWINCH && relay_ != nullptr) relay_->resize();
+            if (sig == SIGWINCH && relay_ != nullptr) (void)relay_->resize();  // a size it cannot copy: the last one stays
             send_relay(Relay{sig == SIGHUP || sig == SIGTERM, sig});
         }
     }

@@ -63,11 +63,9 @@ Result<std::unique_ptr<PtyRelay>> PtyRelay::open(Mode mode) {
     // The jail's side starts as the caller's terminal was: its modes and
     // its size (a tmux client then makes it raw itself, as it did the
     // caller's terminal before).
-    winsize ws{};
     if (::tcgetattr(r->in_.get(), &r->saved_) != 0 || ::tcsetattr(r->slave_.get(), TCSANOW, &r->saved_) != 0)
         return fail(Exit::host, "cannot copy the caller's terminal modes to the jail's terminal");
-    if (::ioctl(r->in_.get(), TIOCGWINSZ, &ws) == 0 && ::ioctl(r->master_.get(), TIOCSWINSZ, &ws) != 0)
-        return fail(Exit::host, "cannot copy the caller's terminal size to the jail's terminal");
+    if (!r->resize()) return fail(Exit::host, "cannot copy the caller's terminal size to the jail's terminal");
     // The caller's terminal raw, so that every byte reaches the jail's
     // terminal, whose modes then apply (sudo's use_pty does the same). A
     // one-off keeps ISIG: ^C and ^Z signal the front, which relays them.
@@ -149,9 +147,10 @@ bool PtyRelay::on_ready(const std::vector<pollfd>& p, std::size_t at) {
     return caller_there;
 }
 
-void PtyRelay::resize() {
+bool PtyRelay::resize() {
     winsize ws{};
-    if (::ioctl(in_.get(), TIOCGWINSZ, &ws) == 0) (void)::ioctl(master_.get(), TIOCSWINSZ, &ws);
+    if (::ioctl(in_.get(), TIOCGWINSZ, &ws) != 0) return true;  // the caller's terminal has no size to copy
+    return ::ioctl(master_.get(), TIOCSWINSZ, &ws) == 0;
 }
 
 void PtyRelay::finish() {

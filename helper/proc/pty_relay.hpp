@@ -50,8 +50,9 @@ public:
     // Moves what poll found ready (the entries want() appended from `at`).
     // False when the caller's terminal has just hung up (read 0 or EIO).
     bool on_ready(const std::vector<pollfd>& p, std::size_t at);
-    // SIGWINCH: the caller's terminal's size, to the master.
-    void resize();
+    // The caller's terminal's size, to the master (at the start and on
+    // SIGWINCH). False only when the master refused a size there was.
+    bool resize();
     // The jail's last output (what its tmux client wrote as it ended),
     // written to the caller within a bound (500 ms, 1 MiB); the master
     // closed (the slave hung up, wherever it is); the caller's modes back.

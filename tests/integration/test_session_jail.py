@@ -6,12 +6,15 @@ the master closed). The first `run` for a tenant starts its session jail
 (root supervisor, tenant watcher, bwrap running the tmux server in the
 foreground); every `run` is an attach jail whose tmux client attaches to it.
 """
+import fcntl
 import os
 import pwd
 import re
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 
@@ -108,6 +111,22 @@ def test_state_survives_a_disconnect(host, alice, terms):
     # tmux redraws the screen: the earlier output is there.
     assert again.wait_for("STARTED_42", 15), again.output()
     check_state_kept(again)
+
+
+def test_window_size_changes_reach_the_jail_through_the_relay(host, alice, terms):
+    """The jail's terminal is the front's own pty (the relay): it starts at
+    the caller's size, and a resize of the caller's terminal (ttyd's, on a
+    browser's resize: TIOCSWINSZ, so SIGWINCH to the front) reaches the
+    tmux client there, which resizes the pane. The first size is the
+    control: `stty size` in the pane reports the pane's size."""
+    s = new_session()
+    t = attach(host, alice, s, terms)  # a 30 x 100 terminal; tmux's status line takes a row
+    assert shell_ready(t), t.output()
+    t.write("stty size | tr ' ' x\r")
+    assert t.wait_for("29x100", 10), t.output()
+    fcntl.ioctl(t.master, termios.TIOCSWINSZ, struct.pack("HHHH", 41, 133, 0, 0))
+    t.write("stty size | tr ' ' x\r")
+    assert t.wait_for("40x133", 10), t.output()
 
 
 @pytest.mark.parametrize("closes_first", ["first", "second"])
