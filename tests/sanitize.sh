@@ -25,12 +25,13 @@ export CLIHOST_JAIL_TEST_CONFIG=/etc/clihost-jail-test/jail.conf CLIHOST_JAIL_TE
 export CTJ_RACE_ROUNDS=2
 # Suites whose subject is a component outside the helper (runc containers,
 # sshd, the example proxies, the agents' npm sandboxes, slirp4netns and the
-# test's own hosts, the tenant side's view of /proc) run the helper through
+# test's own hosts, the kernel's accounting of a tenant's socket buffers, the
+# tenant side's view of /proc) run the helper through
 # the same verbs and paths as the suites kept here; under ASan they would
 # add about 4 minutes to the 40-minute test command and no helper code.
 # They run in the plain build (integration label) as always.
 outside=(test_containers.py test_routes.py test_proxy_example.py test_clihost_proxy.py test_agent_needs.py
-         test_network.py test_tenant_side_not_dumpable.py)
+         test_network.py test_net_bounds.py test_tenant_side_not_dumpable.py)
 # The nested-tmpfs test bounds a jail at 64 MiB; an ASan-built watcher holds
 # about 22 MiB of it and is the largest process in the tenant's leaf, so the
 # OOM killer takes it first (seen in dmesg) and the jail ends before the test

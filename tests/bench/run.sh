@@ -6,7 +6,7 @@
 #   sudo tests/bench/run.sh [--quick] [--keep-logs] [--profile]
 #   sudo tests/bench/run.sh --scale [N] [--keep-logs]
 #
-#   --quick      CI smoke: fewer runs, N=50 across 5 tenants (well under a minute)
+#   --quick      CI smoke: fewer runs, N=30 across 5 tenants (about a minute)
 #   --scale [N]  only the scale stage (issue 24; not in CI): N tenants (default
 #                100), each with a session jail (network = isolated, PAM on)
 #                and one attached client, started one after another by the
@@ -126,10 +126,10 @@ for ((k = 0; k < ${#ARGS[@]}; k++)); do
 done
 
 if ((QUICK)); then
-    ROUNDS=2 RUNS=10 WARMUP=3          # latency: rounds x runs per variant, variants interleaved run by run
-    CONC_N=50 CONC_TENANTS=5           # concurrency
+    ROUNDS=2 RUNS=5 WARMUP=2           # latency: rounds x runs per variant, variants interleaved run by run
+    CONC_N=30 CONC_TENANTS=5           # concurrency
     MEM_SESSIONS=3                     # idle sessions for memory + teardown; idle session jails
-    SJ_ROUNDS=2 SJ_RUNS=5 SJ_FIRST=2   # session jails: rounds x reconnects / first connections per variant
+    SJ_ROUNDS=2 SJ_RUNS=3 SJ_FIRST=2   # session jails: rounds x reconnects / first connections per variant
 else
     ROUNDS=10 RUNS=20 WARMUP=3
     CONC_N=200 CONC_TENANTS=20
