@@ -15,11 +15,15 @@
 #                (tests/bench/scalebench.py). Needs slirp4netns, the group
 #                clihost-jail-net, the nft table inet clihost_jail and
 #                /dev/net/tun 0666: whatever of these is missing is made for
-#                the run and undone after. At N=100: 1200 processes (12
-#                per tenant), 200 ptys, no inotify instance; the limits
+#                the run and undone after. N up to 2000; the tenants'
+#                accounts are made and removed in one go each
+#                (tests/bench/accounts.py: useradd/userdel take ~1 s each
+#                with hundreds of accounts). At N=1000: 16,000 processes
+#                (16 per tenant), 3000 ptys, no inotify instance; the limits
 #                are checked and none is raised (Debian 12's defaults carry
-#                it: pid_max 32768, pty/max 4096, the driver's 100 ptys
-#                well under ulimit -n). Exit 1 also when a `list` misses a
+#                it: pid_max 32768, pty/max 4096, the driver's 2 fds per
+#                tenant under ulimit -n); scalebench prints what each host
+#                limit holds at N. Exit 1 also when a `list` misses a
 #                tenant's session. Results: tests/bench/RESULTS.md.
 #   --keep-logs  keep the work directory (latency and scan JSON) under /run
 #   --profile    afterwards, where the helper's own time goes: callgrind
@@ -119,7 +123,7 @@ for ((k = 0; k < ${#ARGS[@]}; k++)); do
         --scale)
             SCALE=100
             if [[ ${ARGS[k + 1]:-} =~ ^[0-9]+$ ]]; then SCALE=${ARGS[k + 1]}; k=$((k + 1)); fi
-            ((SCALE >= 2 && SCALE <= 999)) || { echo "run.sh: --scale N: 2..999" >&2; exit 2; } ;;
+            ((SCALE >= 2 && SCALE <= 2000)) || { echo "run.sh: --scale N: 2..2000" >&2; exit 2; } ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "run.sh: unknown argument $arg" >&2; exit 2 ;;
     esac
@@ -204,9 +208,14 @@ cleanup() {
         local u
         for u in "${TENANT_UIDS[@]}"; do rm -f "$RUNTIME_DIR/$u.lock"; done
     fi
+    # --scale: the tenants' accounts go in one rewrite of each account file
+    # (tests/bench/accounts.py), as they came; userdel takes ~1 s each.
+    ((SCALE && ${#TENANTS[@]})) && { "$PY" "$HERE/accounts.py" remove "$PREFIX" || log "cleanup: accounts.py remove failed"; }
     for t in "${TENANTS[@]}"; do
-        userdel "$t" >/dev/null 2>&1 || log "cleanup: userdel $t failed"
-        getent group "$t" >/dev/null && groupdel "$t" >/dev/null 2>&1
+        if ! ((SCALE)); then
+            userdel "$t" >/dev/null 2>&1 || log "cleanup: userdel $t failed"
+            getent group "$t" >/dev/null && groupdel "$t" >/dev/null 2>&1
+        fi
         [[ -d /home/$t ]] && rm -rf --one-file-system "/home/$t"
         rm -f "/var/mail/$t"
     done
@@ -314,7 +323,24 @@ PROMPT="${PREFIX}-ready\$"
 NTENANTS=$CONC_TENANTS
 ((SCALE)) && NTENANTS=$SCALE
 log "creating $NTENANTS tenants ${PREFIX}01..$(printf '%02d' "$NTENANTS")"
-for i in $(seq 1 "$NTENANTS"); do
+if ((SCALE)); then
+    # All at once (tests/bench/accounts.py): useradd rewrites and syncs the
+    # account files once per account, ~1 s each with hundreds of accounts.
+    for i in $(seq 1 "$NTENANTS"); do
+        t=$(printf '%s%02d' "$PREFIX" "$i")
+        [[ ! -e /home/$t ]] || die "/home/$t already exists"
+    done
+    mapfile -t TENANTS < <(seq -f "${PREFIX}%02g" 1 "$NTENANTS")   # removed on exit by prefix, made or not
+    "$PY" "$HERE/accounts.py" add "$PREFIX" "$NTENANTS" "$TENANT_GROUP" >"$WORK/accounts.txt" ||
+        die "accounts.py add failed"
+    printf "PS1='%s '\n" "$PROMPT" >"$WORK/profile"
+    while read -r t uid; do
+        install -d -m 0750 -o "$uid" -g "$uid" "/home/$t"
+        install -m 0644 -o "$uid" -g "$uid" "$WORK/profile" "/home/$t/.profile"
+        TENANT_UIDS+=("$uid")
+    done <"$WORK/accounts.txt"
+fi
+for i in $(seq 1 "$((SCALE ? 0 : NTENANTS))"); do   # one useradd each
     t=$(printf '%s%02d' "$PREFIX" "$i")
     # Never adopt (and later delete) an account or home that is not ours.
     ! getent passwd "$t" >/dev/null && [[ ! -e /home/$t ]] || die "$t or /home/$t already exists"

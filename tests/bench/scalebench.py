@@ -94,30 +94,29 @@ class Tenant:
         self.start_ms = None
         self.supervisor = None
 
-    def roles(self):
+    def roles(self, tree=None):
         """Every process of this tenant by role: the front (what ttyd runs),
         the supervisor and what descends from it. A child of the supervisor
         that is the helper's image is a watcher: the session watcher if a tmux
         server is below it, the prepared attach jail's if the attach stub
-        waits below it, else the connection watcher (the attach)."""
+        waits below it, else the connection watcher (the attach).
+        tree: a ProcTree taken once for all tenants (one scan of /proc, not
+        one per process: at 1,000 tenants /proc holds 16,000 processes)."""
+        tree = tree or ProcTree()
         out = {}
 
         def add(role, p):
             out.setdefault(role, []).append(p)
 
         if self.conn is not None:
-            for p in self.conn.processes():
+            for p in [self.conn.pid] + tree.descendants(self.conn.pid):
                 if alive(p):
                     add("front", p)
         if self.supervisor is None or not alive(self.supervisor):
             return out
         add("supervisor", self.supervisor)
-        m = ppid_map()
-        kids = {}
-        for p, pp in m.items():
-            kids.setdefault(pp, []).append(p)
-        for child in sorted(kids.get(self.supervisor, [])):
-            sub = [child] + descendants(child)
+        for child in tree.children(self.supervisor):
+            sub = [child] + tree.descendants(child)
             names = {p: comm(p) or "" for p in sub}
             if names[child] == "slirp4netns":
                 for p in sub:
@@ -148,14 +147,35 @@ class Tenant:
                     add("attach other", p)
         return out
 
-    def processes(self):
-        return [p for ps in self.roles().values() for p in ps]
+    def processes(self, tree=None):
+        return [p for ps in self.roles(tree).values() for p in ps]
 
 
-def memory(tenant):
+class ProcTree:
+    """The parent of every process, read from /proc once."""
+
+    def __init__(self):
+        self.kids = {}
+        for p, pp in ppid_map().items():
+            self.kids.setdefault(pp, []).append(p)
+
+    def children(self, pid):
+        return sorted(self.kids.get(pid, []))
+
+    def descendants(self, root):
+        out, todo = [], [root]
+        while todo:
+            p = todo.pop()
+            for c in self.children(p):
+                out.append(c)
+                todo.append(c)
+        return out
+
+
+def memory(tenant, tree=None):
     """Pss and USS (KiB) by role, and the tasks (threads) of its processes."""
     by_role = {}
-    for role, ps in tenant.roles().items():
+    for role, ps in tenant.roles(tree).items():
         pss = uss = tasks = 0
         for p in ps:
             a, b = rollup_kib(p)
@@ -175,7 +195,10 @@ def drain(tenants):
     for t in tenants:
         if t.conn is None:
             continue
-        while select.select([t.conn.master], [], [], 0)[0]:
+        # poll, not select: past 1,000 tenants the ptys' fds pass FD_SETSIZE.
+        p = select.poll()
+        p.register(t.conn.master, select.POLLIN)
+        while p.poll(0):
             try:
                 chunk = os.read(t.conn.master, 65536)
             except OSError:
@@ -308,6 +331,107 @@ def inotify_by_uid(pids_):
     return out
 
 
+def read_int(path, default=None):
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return default
+
+
+def key_users():
+    """/proc/key-users: uid -> (keys, maxkeys, bytes, maxbytes) (the quota
+    each uid's keys are charged against; PAM's session keyrings go to root's)."""
+    out = {}
+    try:
+        with open("/proc/key-users") as f:
+            for line in f:
+                w = line.replace(":", " ").split()
+                keys, maxkeys = w[3].split("/")
+                nbytes, maxbytes = w[4].split("/")
+                out[int(w[0])] = (int(keys), int(maxkeys), int(nbytes), int(maxbytes))
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def host_limits(tenants, tree, uids):
+    """What the tenants use of each host-wide limit a start needs, and the
+    limit: {name: [used, limit, where it is set]}."""
+    tasks = 0
+    userns, netns = set(), set()
+    fds_max = [0, 0]
+    for t in tenants:
+        for p in t.processes(tree):
+            tasks += threads(p)
+            for kind, seen in (("user", userns), ("net", netns)):
+                try:
+                    seen.add(os.readlink(f"/proc/{p}/ns/{kind}"))
+                except OSError:
+                    pass
+        if t.supervisor:
+            try:
+                nfd = len(os.listdir(f"/proc/{t.supervisor}/fd"))
+            except OSError:
+                nfd = 0
+            fds_max[0] = max(fds_max[0], nfd)
+    nsu, nsn = len(userns), len(netns)
+    try:
+        with open(f"/proc/{tenants[-1].supervisor}/limits") as f:
+            for line in f:
+                if line.startswith("Max open files"):
+                    fds_max[1] = int(line.split()[3])
+    except (OSError, ValueError, TypeError):
+        pass
+    cgroups = {}
+    try:
+        with open("/proc/cgroups") as f:
+            for line in f:
+                if not line.startswith("#"):
+                    w = line.split()
+                    cgroups[w[0]] = int(w[2])
+    except OSError:
+        pass
+    ku = key_users()
+    root = ku.get(0, (0, 0, 0, 0))
+    worst = max((ku.get(u, (0, 0, 0, 0)) for u in uids), default=(0, 0, 0, 0))
+    pty = [read_int("/proc/sys/kernel/pty/nr"), read_int("/proc/sys/kernel/pty/max"),
+           read_int("/proc/sys/kernel/pty/reserve")]
+    file_nr = open("/proc/sys/fs/file-nr").read().split()
+    mountinfo = 0
+    try:
+        with open(f"/proc/{tenants[-1].supervisor}/mountinfo") as f:
+            mountinfo = sum(1 for _ in f)
+    except (OSError, TypeError):
+        pass
+    return {
+        "tasks (kernel.pid_max)": [tasks, read_int("/proc/sys/kernel/pid_max"), "sysctl kernel.pid_max"],
+        "tasks (kernel.threads-max)": [tasks, read_int("/proc/sys/kernel/threads-max"), "sysctl kernel.threads-max"],
+        "user namespaces": [nsu, read_int("/proc/sys/user/max_user_namespaces"), "sysctl user.max_user_namespaces"],
+        "network namespaces": [nsn, read_int("/proc/sys/user/max_net_namespaces"), "sysctl user.max_net_namespaces"],
+        "ptys, all instances": [pty[0], pty[1], "sysctl kernel.pty.max (the jails' own devpts: max - reserve "
+                                f"= {pty[1] - pty[2]})" if pty[1] and pty[2] else "sysctl kernel.pty.max"],
+        "root's keys (PAM session keyrings)": [root[0], root[1], "sysctl kernel.keys.root_maxkeys"],
+        "root's key bytes": [root[2], root[3], "sysctl kernel.keys.root_maxbytes"],
+        "a tenant's keys (the most)": [worst[0], worst[1], "sysctl kernel.keys.maxkeys"],
+        "open files, host": [int(file_nr[0]), int(file_nr[2]), "sysctl fs.file-max"],
+        "fds of one supervisor (the most)": [fds_max[0], fds_max[1], "RLIMIT_NOFILE of the supervisor"],
+        "cgroups by controller": [cgroups, 65535, "memory: 65535 ids (MEM_CGROUP_ID_MAX), dying ones count"],
+        "inotify instances per uid (max_user_instances)": [None, read_int("/proc/sys/fs/inotify/max_user_instances"),
+                                                           "sysctl fs.inotify.max_user_instances"],
+        "mountinfo lines of the last supervisor": [mountinfo, None, "what each new mount namespace copies"],
+    }
+
+
+def idle_cpu(pids_, seconds=10.0):
+    """CPU (s per s) the tenants' processes use while idle, and kdamond's."""
+    damon = [p for p in ppid_map() if (comm(p) or "").startswith("kdamond")]
+    c0, d0, t0 = cpu_ticks(pids_), cpu_ticks(damon), time.perf_counter()
+    time.sleep(seconds)
+    c1, d1, dt = cpu_ticks(pids_), cpu_ticks(damon), time.perf_counter() - t0
+    return {"tenants_cpu_per_s": round((c1 - c0) / HZ / dt, 4), "kdamond_cpu_per_s": round((d1 - d0) / HZ / dt, 4)}
+
+
 def run(a):
     names = a.tenants.split(",")
     n = len(names)
@@ -338,6 +462,8 @@ def run(a):
             if t.supervisor is None:
                 raise RuntimeError(f"list names no session jail for {t.name}")
             out["one_tenant"] = memory(t)
+            with open(f"/proc/{t.supervisor}/mountinfo") as f:
+                out["mountinfo_lines_at_1"] = sum(1 for _ in f)
             eprint(f"[scale] one idle tenant alone: Pss {total(out['one_tenant'], 'pss_kib') / MIB:.2f} MiB")
         if (i + 1) % 10 == 0:
             eprint(f"[scale] {i + 1}/{n} started, last {t.start_ms:.0f} ms")
@@ -349,7 +475,8 @@ def run(a):
                 x.supervisor = sups.get(x.name)
                 if x.supervisor is None:
                     raise RuntimeError(f"list names no session jail for {x.name} at {i + 1} tenants")
-            mems = [memory(x) for x in tenants[:i + 1]]
+            tree = ProcTree()
+            mems = [memory(x, tree) for x in tenants[:i + 1]]
             uss_at[i + 1] = {"uss_kib": sum(total(m, "uss_kib") for m in mems),
                              "pss_kib": sum(total(m, "pss_kib") for m in mems),
                              "tasks": sum(total(m, "tasks") for m in mems),
@@ -364,7 +491,7 @@ def run(a):
                 out["common_shape"] = json.loads(common)
                 out["odd_tenants"] = [{"tenant": x.name, "roles": {r: [v["n"], v["comm"]] for r, v in m.items()
                                                                   if out["common_shape"].get(r) != v["n"]},
-                                       "cmdlines": [cmdline(p) for p in x.processes()
+                                       "cmdlines": [cmdline(p) for p in x.processes(tree)
                                                     if comm(p) not in ("bwrap",)][:16]}
                                       for x, m, sh in zip(tenants, mems, shapes) if sh != common][:5]
                 # The same tenant's tmux without a jail or the helper, at N.
@@ -381,8 +508,13 @@ def run(a):
     out["uss_per_tenant_mib"] = round(un / n / MIB, 3)
     out["uss_slope_mib"] = round((un - uh) / (n - half) / MIB, 3)
     out["pss_per_tenant_at_n_mib"] = round(uss_at[n]["pss_kib"] / n / MIB, 3)
-    all_pids = [p for t in tenants for p in t.processes()]
+    tree = ProcTree()
+    all_pids = [p for t in tenants for p in t.processes(tree)]
     out["inotify_by_uid"] = inotify_by_uid(all_pids)
+    out["host_limits"] = host_limits(tenants, tree, uids)
+    out["host_limits"]["inotify instances per uid (max_user_instances)"][0] = max(out["inotify_by_uid"].values(),
+                                                                                 default=0)
+    out["idle_cpu"] = idle_cpu(all_pids)
     out["ptys_in_use"] = int(open("/proc/sys/kernel/pty/nr").read())
 
     # ------------------------------------------------------------ 2. list
@@ -583,6 +715,13 @@ def report(out):
     print(f"`list --user` of one tenant: median {lo['median_s']:.3f} s, tenants' CPU {lo['tenant_cpu_s_median']:.3f} s;"
           f" {out['cpus']} CPUs")
     print(f"inotify instances by uid: {out['inotify_by_uid']}; ptys in use: {out['ptys_in_use']}")
+    print(f"mount table a new jail copies: {out['mountinfo_lines_at_1']} lines at 1 tenant")
+    print(f"host limits at {n} (used / limit, where set):")
+    for name, (used, limit, where) in out["host_limits"].items():
+        print(f"  {name}: {used} / {limit} ({where})")
+    ic = out["idle_cpu"]
+    print(f"idle: the tenants' processes use {ic['tenants_cpu_per_s']:.3f} CPU-s per s "
+          f"({ic['tenants_cpu_per_s'] / n * 1000:.2f} ms/s each); kdamond {ic['kdamond_cpu_per_s']:.3f}")
     if out["leftover_count"]:
         print("LEFT BEHIND:", json.dumps(out["leftovers"]))
     return all(ok for *_, ok in rows)
