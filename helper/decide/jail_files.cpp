@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "decide/config.hpp"
+#include "decide/tenant_output.hpp"
 
 namespace clihost {
 namespace {
@@ -65,6 +66,73 @@ std::string profile_script(const Policy& policy, const Account& tenant) {
     if (out.empty()) return out;
     return "# Made by clihost-jail for this jail: the operator's [jail] setenv, applied\n"
            "# again after /etc/profile set PATH. ~/.profile runs after this one.\n" + out;
+}
+
+std::string jail_view_dir(uid_t uid) { return std::string(kJailViewRoot) + "/" + std::to_string(uid); }
+
+void plan_jail_info(Plan& plan, const Account& t) {
+    plan.mounts.insert(plan.mounts.end() - 1, Mount{Mount::Kind::ro_bind, jail_view_dir(t.uid), std::string(kJailInfoDir)});
+}
+
+namespace {
+
+const std::string* setting(const JailSettings& s, std::string_view key) {
+    for (const auto& [k, v] : s)
+        if (k == key) return &v;
+    return nullptr;
+}
+
+// "KEY": VALUE, each on its own line after two blanks; the last without a comma.
+void add_member(std::string& out, std::string_view key, const std::string& json, bool last = false) {
+    out.append("  ").append(json_string(key)).append(": ").append(json).append(last ? "\n" : ",\n");
+}
+
+std::string json_object(const JailSettings& s, std::string_view prefix) {
+    std::string out;
+    for (const auto& [k, v] : s) {
+        if (k.compare(0, prefix.size(), prefix) != 0) continue;
+        out.append(out.empty() ? "{" : ", ").append(json_string(k.substr(prefix.size()))).append(": ");
+        out.append(json_string(v));
+    }
+    return out.empty() ? "{}" : out + "}";
+}
+
+}  // namespace
+
+std::string jail_info_json(const JailSettings& started, long long started_at, const SettingsDrift& drift,
+                           long long checked_at) {
+    const std::string* nested = setting(started, "nested_sandbox");
+    const std::string* network = setting(started, "network");
+    const std::string* tmpfs_size = setting(started, "tmpfs_size");
+    auto str = [](const std::string* v) { return v == nullptr ? std::string("null") : json_string(*v); };
+    std::string out = "{\n";
+    add_member(out, "format", "1");
+    add_member(out, "started", json_string(iso_time(started_at)));
+    add_member(out, "nested_sandbox", nested == nullptr ? "null" : *nested == "true" ? "true" : "false");
+    add_member(out, "network", str(network));
+    add_member(out, "tmpfs_size", str(tmpfs_size));
+    add_member(out, "limits", json_object(started, "limits."));
+    add_member(out, "settings", json_object(started, ""));
+    add_member(out, "checked", json_string(iso_time(checked_at)));
+    std::string changed = "null";
+    if (drift.recorded) {
+        changed = "[";
+        for (std::size_t i = 0; i < drift.changes.size(); ++i)
+            changed.append(i > 0 ? ", " : "").append(json_string(drift.changes[i].key));
+        changed += "]";
+    }
+    add_member(out, "changed", changed);
+    add_member(out, "apply", json_string("settings in \"changed\" apply once the operator stops this jail "
+                                         "(clihost-jail stop): it ends everything in it, and the next "
+                                         "connection starts a jail with the config file's settings"));
+    std::string notes = "[]";
+    if (nested != nullptr && *nested != "true")
+        notes = "[" + json_string("nested_sandbox is false: no user namespace can be made in this jail, so a "
+                                  "tool's own sandbox fails as it starts; bubblewrap (Claude Code's "
+                                  "sandbox-runtime, Codex CLI) says \"bwrap: Creating new namespace failed: "
+                                  "No space left on device\" (ENOSPC). Only the operator can turn it on.") + "]";
+    add_member(out, "notes", notes, true);
+    return out + "}\n";
 }
 
 std::string render_data_files(const Plan& plan) {

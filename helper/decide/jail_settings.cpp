@@ -118,6 +118,16 @@ std::string changed_field(const SettingsDrift& drift) {
     return out.empty() ? "-" : out;
 }
 
+std::string attach_notice(const SettingsDrift& drift) {
+    if (!drift.recorded || drift.changes.empty()) return "";
+    constexpr std::size_t kShown = 3;  // tmux cuts a message at the terminal's width
+    std::string keys;
+    for (std::size_t i = 0; i < drift.changes.size() && i < kShown; ++i)
+        keys.append(i > 0 ? ", " : "").append(drift.changes[i].key);
+    if (drift.changes.size() > kShown) keys.append(", +").append(std::to_string(drift.changes.size() - kShown)).append(" more");
+    return "clihost-jail: settings changed (" + keys + "); the operator's stop applies them";
+}
+
 std::string apply_changes_hint(std::string_view tenant) {
     return "to apply the file's settings: clihost-jail stop --user " + std::string(tenant) +
            " (ends everything the tenant runs), then its next connection starts a jail with them";

@@ -62,6 +62,12 @@ std::string changed_field(const SettingsDrift& drift);
 // check's wording: "nested_sandbox (started true, now false), ...".
 std::string describe_changes(const std::vector<SettingChange>& changes);
 
+// The line an attach shows the tenant when its jail's settings differ from
+// the config file: "clihost-jail: settings changed (nested_sandbox); the
+// operator's stop applies them" (at most three keys, then "+N more"); ""
+// when none differ or the drift is not known. Keys only: never a value.
+std::string attach_notice(const SettingsDrift& drift);
+
 // What applies a change: the words `check` uses, and README's.
 std::string apply_changes_hint(std::string_view tenant);
 

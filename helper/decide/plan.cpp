@@ -111,7 +111,8 @@ std::vector<std::string> build_environment(const Policy& policy, const Account& 
     return env;
 }
 
-std::vector<std::string> tmux_command(const Account& tenant, JailAction action, std::string_view session) {
+std::vector<std::string> tmux_command(const Account& tenant, JailAction action, std::string_view session,
+                                      std::string_view notice) {
     // tmux itself turns '.' into '_', which made the caller's x.y and x_y
     // one session: '.' becomes '+' here, outside the caller's alphabet and
     // kept by tmux (tmux_session_name), so distinct names stay distinct
@@ -134,6 +135,10 @@ std::vector<std::string> tmux_command(const Account& tenant, JailAction action, 
             // exits, and so does the session jail; and should this attach fail
             // to create its session (no terminal, say), an empty session jail
             // does not linger.
+            // A notice after the attach, on the client's own status line.
+            if (!notice.empty())
+                return {tmux, "-N", "-S", socket, "set-option", "-s", "exit-empty", "on", ";", "new-session", "-A",
+                        "-s", name, ";", "display-message", "-d", "0", std::string(notice)};
             return {tmux, "-N", "-S", socket, "set-option", "-s", "exit-empty", "on", ";", "new-session", "-A",
                     "-s", name};
         case JailAction::kill_session:
@@ -258,6 +263,12 @@ Result<ValidRequest> validate_request(const Policy& policy, const Account& t, Re
                                        " and [jail] shell is not set: tmux would start it (set [jail] shell)");
     if (request.joins_tenant_netns && request.action != JailAction::attach)
         return fail(Exit::internal, "only an attach jail joins the tenant's empty network namespace");
+    // tmux expands '#' in a message (#(...) runs a command in the tenant's
+    // server): a notice is plain printable ASCII without it, at most a line.
+    if (!request.notice.empty() &&
+        (request.action != JailAction::attach || request.notice.size() > 256 ||
+         !std::all_of(request.notice.begin(), request.notice.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '#'; })))
+        return fail(Exit::internal, "a notice is one plain line, for an attach");
     if (tmux_socket_dir(t).size() + std::string_view("/clihost.sock").size() > kMaxSocketPath)
         return fail(Exit::refused, "home path too long for a tmux socket");
     auto proc = decide_proc(policy.proc, probe);
@@ -309,7 +320,8 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidR
                                    "cannot start");
     plan.env = build_environment(policy, t, caller_env, pam_env);
     plan.command =
-        request.action == JailAction::command ? request.command : tmux_command(t, request.action, request.session);
+        request.action == JailAction::command ? request.command
+                                              : tmux_command(t, request.action, request.session, request.notice);
     // The stub's jail: the same bwrap argv for every connection, so that
     // it can start before one (a one-off's command and environment, as an
     // attach's client, go to the stub with the caller's descriptors).
@@ -326,6 +338,7 @@ Result<Plan> build_plan(const Policy& policy, const Tenant& tenant, const ValidR
     if (plan.net == JailNet::isolated)
         plan.mounts.insert(plan.mounts.end() - 1, Mount{Mount::Kind::resolv_conf, "", "/etc/resolv.conf"});
     // The jails that run the tenant's shells.
+    if (request.action == JailAction::serve) plan_jail_info(plan, t);
     if (request.action == JailAction::serve || request.action == JailAction::command) plan_profile(plan, policy, t, probe);
     plan.argv = render_bwrap_argv(plan);
     return plan;

@@ -52,6 +52,14 @@ inline constexpr std::size_t kMaxDataFiles = 2;
 // The jail's file under /etc/profile.d that applies [jail] setenv again in
 // every login shell, after /etc/profile reset PATH (profile_script).
 inline constexpr std::string_view kProfileScript = "/etc/profile.d/zz-clihost-jail.sh";
+// The session jail's own settings, readable inside it (jail_info_json):
+// kJailInfoDir is the tenant's directory of kJailViewRoot (jail_view_dir),
+// bound read-only; its supervisor replaces kJailInfoFile there whole.
+inline constexpr std::string_view kJailInfoDir = "/run/clihost-jail";
+inline constexpr std::string_view kJailInfoFile = "/run/clihost-jail/jail.json";
+// Root's, mode 0711, beside the runtime directory (which is 0700: no
+// tenant's bwrap could bind a path under it).
+inline constexpr std::string_view kJailViewRoot = CLIHOST_JAIL_RUNTIME_DIR "-view";
 
 // A jail's network.
 enum class JailNet {
@@ -96,6 +104,9 @@ struct Request {
     // attach only: the tenant's empty network namespace is at hand (its
     // session jail holds one) and the attach jail joins it.
     bool joins_tenant_netns{false};
+    // attach only: a line tmux shows on the client once attached (its
+    // supervisor's, attach_notice: never a word of the tenant's); "": none.
+    std::string notice{};
 };
 
 // One filesystem step of the jail, in bwrap's order.
@@ -174,8 +185,10 @@ std::vector<std::string> build_environment(const Policy& policy, const Account& 
 // The tenant's tmux socket, served by its session jail.
 std::string tmux_socket(const Account& tenant);
 
-// The tmux command of a jail action (not for JailAction::command).
-std::vector<std::string> tmux_command(const Account& tenant, JailAction action, std::string_view session);
+// The tmux command of a jail action (not for JailAction::command). An
+// attach with a notice shows it until a key is pressed (display-message -d 0).
+std::vector<std::string> tmux_command(const Account& tenant, JailAction action, std::string_view session,
+                                      std::string_view notice = {});
 
 // The one rendering of a plan as bwrap's argv: what `print` shows and
 // launch execs.

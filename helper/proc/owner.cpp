@@ -596,6 +596,10 @@ private:
             if (auto st = c_.check_account(rq.caller); !st) return refuse(st.error());
             if (attach) c_.dir.clear_refusals(uid());
         }
+        // An attach's jail.json, and its line when the settings it runs
+        // with differ from the config file now (before a session jail that
+        // starts now binds the file).
+        const std::string notice = attach && c_.refresh_view ? c_.refresh_view() : std::string();
         // An attach needs the session jail: started now if none runs (a
         // supervisor a one-off started, or whose session jail ended while a
         // one-off ran on).
@@ -612,7 +616,7 @@ private:
                                     std::to_string(session_) + ", " + started.value().about + ", for an attach" +
                                     started.value().warnings);
         }
-        if (auto st = hand_to_waiting_jail(c, rq, fds); !st) return refuse(st.error());
+        if (auto st = hand_to_waiting_jail(c, rq, fds, notice); !st) return refuse(st.error());
         // The next connection of its kind finds its jail ready: an attach's
         // started once this one's client has drawn its screen, a one-off's
         // once this one has ended (or run a while): not on the CPUs they
@@ -627,12 +631,14 @@ private:
     // descriptors). It is sent before the jail's start-up report is read:
     // a jail whose bwrap fails during its setup still takes it, and tells
     // the front why. A prepared jail found gone is replaced, once.
-    Status hand_to_waiting_jail(Conn& c, const HandoverRequest& rq, const std::vector<UniqueFd>& fds) {
+    // An attach's client shows `notice` once attached (tmux_command).
+    Status hand_to_waiting_jail(Conn& c, const HandoverRequest& rq, const std::vector<UniqueFd>& fds,
+                                const std::string& notice) {
         const bool attach = rq.kind == HandoverKind::attach;
         Prepared& slot = attach ? prepared_ : oneoff_;
         const std::string what = attach ? "attach jail" : "one-off jail";
         auto forget = [&] { attach ? forget_prepared() : forget_oneoff(); };
-        const Request r = attach ? Request{JailAction::attach, rq.session, {}, c_.attach_netns.valid()}
+        const Request r = attach ? Request{JailAction::attach, rq.session, {}, c_.attach_netns.valid(), notice}
                                  : Request{JailAction::command, rq.session, rq.command, false};
         auto plan = build_plan(c_.start.policy, c_.start.tenant, r, c_.start.probe, rq.extra_env, c_.pam_env);
         if (!plan) return plan.error();

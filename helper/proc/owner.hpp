@@ -54,6 +54,10 @@ struct OwnerContext {
     // each, the host-address rules are proven again; gone, every jail of
     // the tenant ends (its jails leaf killed), with an audit line.
     UniqueFd rules_watch;
+    // For every attach, before its jail: jail.json written again with the
+    // settings that differ from the config file now, and the line the
+    // attach shows of them ("": none). Empty: nothing written, no line.
+    std::function<std::string()> refresh_view{};
 };
 
 // How the loop ended, for the supervisor's last audit line.

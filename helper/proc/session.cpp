@@ -40,6 +40,8 @@
 #include "decide/request.hpp"
 #include "host/accounts.hpp"
 #include "host/config_file.hpp"
+#include "host/jail_view.hpp"
+#include "decide/jail_files.hpp"
 #include "proc/owner.hpp"
 #include "proc/scheduling.hpp"
 #include "version.hpp"
@@ -228,6 +230,21 @@ Result<SessionJail> start_session_jail(const SessionStart& s, const ValidRequest
     return up.error();
 }
 
+// jail.json (jail_view.hpp), which the session jail binds: the settings
+// this supervisor started with (`started`: its start), and those that
+// differ from the config file as it is now, read again (the operator may
+// have changed it since; not known while it cannot be read). Returns what
+// an attach shows the tenant of that (attach_notice): "" if nothing.
+Result<std::string> refresh_jail_view(const SessionStart& s, long long started) {
+    const auto now = load_policy(s.config_path, s.config_explicit);
+    const JailSettings ran = jail_settings(s.policy);
+    const SettingsDrift drift = now ? settings_drift(ran, now.value().policy) : SettingsDrift{};
+    const Account& t = s.tenant.account;
+    if (auto st = write_jail_view(t.uid, t.gid, jail_info_json(ran, started, drift, std::time(nullptr))); !st)
+        return st.error();
+    return attach_notice(drift);
+}
+
 // The front's tenant, checked again now in a process the caller can no
 // longer delay (tenant_unchanged, the host's account database).
 Status tenant_still_valid(const SessionStart& s) {
@@ -350,13 +367,17 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     if (!tenant_limits.ok || !apply_rlimits(baseline_rlimits()))
         return failed(fail(Exit::internal, "cannot read the tenant's limits"));
     const TenantCreds* net_creds = net ? &*net : nullptr;
-    // 4. The session jail, for an attach (a one-off's supervisor has none).
+    // 4. The session jail, for an attach (a one-off's supervisor has none),
+    //    after the jail.json it binds.
+    const auto started = static_cast<long long>(std::time(nullptr));
     Result<SessionJail> jail = SessionJail{};
-    if (s.session_jail) jail = start_session_jail(s, serve.value(), pam_env, tenant_limits, place, net_creds);
-    Status up = jail ? ok_status() : Status(jail.error());
+    Status up = ok_status();
+    if (auto view = refresh_jail_view(s, started); !view) up = view.error();
+    if (up && s.session_jail) jail = start_session_jail(s, serve.value(), pam_env, tenant_limits, place, net_creds);
+    if (up && !jail) up = jail.error();
     // 5. The endpoint and the record, once the jail is really up.
     SupervisorRecord rec{t.name, t.uid, ::getpid(), own_start_ticks().value_or(0), current_boot_id(),
-                         static_cast<long long>(std::time(nullptr)), kRecordVersion};
+                         started, kRecordVersion};
     // The fault-injection build stands in for a build before the owner
     // model: a v1 record, no endpoint (test_owner_upgrade.py).
     if (fault::fail("old_record")) rec.version = 1;
@@ -384,6 +405,7 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
             ::kill(jail.value().watcher, SIGKILL);
             (void)supervise(jail.value().watcher);
         }
+        remove_jail_view(t.uid);
         return failed(up.error());  // the lock goes with this process, once its jail is gone
     }
     lock.reset();
@@ -416,6 +438,11 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
         oc.check_account = [&](const std::string& caller) {
             return PamSession::check_account(s.policy.pam_service, t.name, caller);
         };
+    oc.refresh_view = [&] {
+        auto notice = refresh_jail_view(s, rec.started);
+        if (!notice) log::audit("warn", notice.error().message);
+        return notice ? notice.value() : std::string();
+    };
     const OwnerEnd end = serve_connections(std::move(oc), std::move(jail).value(), std::move(listener), sigfd.get());
     const int status = end.session_status;
     const auto ooms = cg.value().usage().oom_kills.value_or(0) - oom_before;
@@ -632,6 +659,8 @@ Result<Stopped> stop_locked(uid_t uid, const Limits& limits) {
         // empty cgroup stays for the next start.
         if (auto st = cg.remove(); !st) log::audit("warn", st.error().message);
     }
+    // jail.json: no jail binds it now, and no supervisor writes it.
+    remove_jail_view(uid);
     return was_running.value();
 }
 

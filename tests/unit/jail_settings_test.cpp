@@ -2,6 +2,7 @@
 // from the config file now (jail_settings.hpp).
 #include <gtest/gtest.h>
 
+#include "decide/jail_files.hpp"
 #include "decide/jail_settings.hpp"
 
 using namespace clihost;
@@ -86,4 +87,46 @@ TEST(JailSettings, ALimitChangedInTheFileIsDrift) {
     for (const auto& c : drift.changes) keys.push_back(c.key);
     EXPECT_EQ(keys, (std::vector<std::string>{"limits.memory_max", "limits.tasks_max"}));
     EXPECT_TRUE(settings_drift(started, parsed("[limits]\ntasks_max = 100\n")).changes.empty());
+}
+
+// Issue 41, item 2: what an attach shows the tenant, and jail.json.
+TEST(JailSettings, AnAttachNamesTheChangedKeysAndWhatAppliesThem) {
+    const auto started = jail_settings(parsed("[jail]\nnested_sandbox = true\n"));
+    EXPECT_EQ(attach_notice(settings_drift(started, parsed("[jail]\nnested_sandbox = true\n"))), "");
+    EXPECT_EQ(attach_notice(settings_drift(std::nullopt, parsed(""))), "");  // not known: no line
+    EXPECT_EQ(attach_notice(settings_drift(started, parsed(""))),
+              "clihost-jail: settings changed (nested_sandbox); the operator's stop applies them");
+    const Policy many = parsed("[jail]\ntmpfs_size = 128M\nnetwork = host\nshell = /bin/sh\n[limits]\n"
+                               "tasks_max = 64\ncpu_weight = 5\n");
+    EXPECT_EQ(attach_notice(settings_drift(started, many)),
+              "clihost-jail: settings changed (tmpfs_size, network, nested_sandbox, +3 more); the operator's "
+              "stop applies them");
+}
+
+TEST(JailSettings, JailJsonSaysWhatTheJailStartedWithAndWhatDiffersNow) {
+    const auto started = jail_settings(parsed("[limits]\ntasks_max = 512\nmemory_max = 2G\n"));
+    const std::string text = jail_info_json(started, 0, settings_drift(started, parsed("[jail]\nnested_sandbox = "
+                                                                                       "true\n")),
+                                            60);
+    for (const char* line :
+         {"{\n  \"format\": 1,\n  \"started\": \"1970-01-01T00:00:00Z\",\n  \"nested_sandbox\": false,\n",
+          "\n  \"network\": \"isolated\",\n  \"tmpfs_size\": \"256M\",\n",
+          "\n  \"limits\": {\"cgroup_parent\": \"clihost-jail\", \"memory_max\": \"2G\", \"memory_high\": \"max\", "
+          "\"memory_swap_max\": \"0\", \"tasks_max\": \"512\", \"cpu_weight\": \"100\"},\n",
+          "\n  \"settings\": {\"bwrap\": \"/usr/bin/bwrap\", \"proc\": \"private\", ",
+          "\n  \"checked\": \"1970-01-01T00:01:00Z\",\n  \"changed\": [\"nested_sandbox\", "
+          "\"limits.memory_max\", \"limits.tasks_max\"],\n",
+          "Creating new namespace failed: No space left on device"})
+        EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+    EXPECT_EQ(text.substr(text.size() - 4), "]\n}\n");
+    // As the config says now: nothing changed; not known: null. nested on: no note.
+    const auto on = jail_settings(parsed("[jail]\nnested_sandbox = true\n"));
+    const std::string same = jail_info_json(on, 0, settings_drift(on, parsed("[jail]\nnested_sandbox = true\n")), 0);
+    EXPECT_NE(same.find("\n  \"changed\": [],\n"), std::string::npos) << same;
+    EXPECT_NE(same.find("\n  \"notes\": []\n}\n"), std::string::npos) << same;
+    EXPECT_NE(jail_info_json(on, 0, SettingsDrift{}, 0).find("\n  \"changed\": null,\n"), std::string::npos);
+    // A value holding a quote or a control byte stays one JSON string.
+    JailSettings odd = on;
+    odd.emplace_back("x", "/bin/\"x\x01");
+    EXPECT_NE(jail_info_json(odd, 0, SettingsDrift{}, 0).find("\"x\": \"/bin/\\\"x\\u0001\""), std::string::npos);
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "base/handed.hpp"
+#include "decide/jail_files.hpp"
 #include "decide/plan.hpp"
 #include "proc/net.hpp"
 
@@ -370,7 +371,8 @@ TEST(Plan, SessionJailRunsTheTmuxServerInTheForegroundInASessionOfItsOwn) {
                                             {"--unshare-net", "--info-fd", "5", "--block-fd", "6", "--disable-userns",
                                              "--die-with-parent", "--new-session"},
                                             {"/usr/bin/tmux", "-S", kSocket, "-D"},
-                                            {"--ro-bind-data", "7", "/etc/resolv.conf"}));
+                                            {"--ro-bind-data", "7", "/etc/resolv.conf", "--ro-bind",
+                                             std::string(kJailViewRoot) + "/1001", std::string(kJailInfoDir)}));
     EXPECT_EQ(p.value().net, JailNet::isolated);
     EXPECT_EQ(p.value().action, JailAction::serve);
     EXPECT_EQ(p.value().socket_dir, "/home/alice/.cache/tmux");
@@ -703,4 +705,48 @@ TEST(Plan, TheProfileScriptPutsTheOperatorsPathFirstInARealShell) {
     while (std::fgets(buf, sizeof buf, f) != nullptr) out += buf;
     ASSERT_EQ(::pclose(f), 0) << script;
     EXPECT_EQ(out, "/home/alice/bin:/usr/local/bin:/usr/bin:/bin:/usr/games:/opt/x/bin|a.b");
+}
+
+// Issue 41, item 2: the session jail binds its supervisor's jail.json
+// directory read-only (after /run's tmpfs, before the home); no other jail
+// does. An attach's notice is shown by its client after it attached, and
+// a notice tmux would expand ('#'), or one for another jail, is refused.
+TEST(Plan, TheSessionJailBindsItsJailJsonReadOnly) {
+    const auto serve = plan_with(Policy{}, full_probe(), {JailAction::serve, "", {}}).value();
+    const std::vector<std::string> want{"--ro-bind", std::string(kJailViewRoot) + "/1001", std::string(kJailInfoDir),
+                                        "--bind", "/home/alice", "/home/alice"};
+    const auto at = std::search(serve.argv.begin(), serve.argv.end(), want.begin(), want.end());
+    const auto run = std::find(serve.argv.begin(), serve.argv.end(), "/run");  // its tmpfs
+    EXPECT_NE(at, serve.argv.end());
+    EXPECT_LT(run, at);
+    EXPECT_EQ(jail_view_dir(1001), std::string(CLIHOST_JAIL_RUNTIME_DIR) + "-view/1001");
+    Policy pol;
+    pol.allow_caller_command = true;
+    for (const Request& r : {Request{JailAction::attach, "main", {}}, Request{JailAction::command, "main", {"/bin/true"}},
+                             Request{JailAction::list_sessions, "", {}}}) {
+        const auto argv = plan_with(pol, full_probe(), r).value().argv;
+        EXPECT_EQ(std::find(argv.begin(), argv.end(), std::string(kJailInfoDir)), argv.end());
+    }
+}
+
+TEST(Plan, AnAttachShowsItsNoticeOnceAttached) {
+    const std::string notice = "clihost-jail: settings changed (nested_sandbox); the operator's stop applies them";
+    Request r{JailAction::attach, "main", {}};
+    r.notice = notice;
+    const auto p = plan_with(Policy{}, full_probe(), r);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    auto want = kAttachMain;
+    want.insert(want.end(), {";", "display-message", "-d", "0", notice});
+    EXPECT_EQ(p.value().handed_command, want);
+    // The jail itself is the same as any attach's (it was prepared before).
+    EXPECT_EQ(p.value().argv, plan_with(Policy{}, full_probe()).value().argv);
+    for (const std::string& bad : std::vector<std::string>{"#(id)", "a\nb", "x\x1b[2J", std::string(300, 'a')}) {
+        r.notice = bad;
+        auto refused = plan_with(Policy{}, full_probe(), r);
+        ASSERT_FALSE(refused.ok()) << bad;
+        EXPECT_EQ(refused.error().message, "a notice is one plain line, for an attach");
+    }
+    Request serve{JailAction::serve, "", {}};
+    serve.notice = "x";
+    EXPECT_FALSE(plan_with(Policy{}, full_probe(), serve).ok());
 }

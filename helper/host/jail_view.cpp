@@ -1,0 +1,75 @@
+// jail_view.cpp: see jail_view.hpp.
+#include "host/jail_view.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/unique_fd.hpp"
+#include "decide/plan.hpp"
+
+namespace clihost {
+namespace {
+
+constexpr const char* kInfoName = "jail.json";
+constexpr const char* kInfoTmp = "jail.json.tmp";
+
+Error view_error(const std::string& what) {
+    return Error{Exit::host, "cannot keep " + std::string(kJailViewRoot) + ": " + what + ": " + std::strerror(errno)};
+}
+
+// The directory `name` under `at`, made with `mode` if absent, opened
+// without following a link, then owned by root and `gid` with `mode`
+// exactly (a directory left by anyone else is refused).
+Result<UniqueFd> own_dir(int at, const char* name, gid_t gid, mode_t mode) {
+    if (::mkdirat(at, name, mode) != 0 && errno != EEXIST) return view_error(std::string("mkdir ") + name);
+    UniqueFd fd(::openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) return view_error(std::string("open ") + name);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return view_error(std::string("stat ") + name);
+    if (st.st_uid != 0) {
+        errno = EPERM;
+        return view_error(std::string(name) + " is not root's");
+    }
+    if (::fchown(fd.get(), 0, gid) != 0 || ::fchmod(fd.get(), mode) != 0)
+        return view_error(std::string("chown/chmod ") + name);
+    return fd;
+}
+
+}  // namespace
+
+Status write_jail_view(uid_t uid, gid_t gid, const std::string& text) {
+    auto root = own_dir(AT_FDCWD, std::string(kJailViewRoot).c_str(), 0, 0711);
+    if (!root) return root.error();
+    auto dir = own_dir(root.value().get(), std::to_string(uid).c_str(), gid, 0750);
+    if (!dir) return dir.error();
+    const int d = dir.value().get();
+    if (::unlinkat(d, kInfoTmp, 0) != 0 && errno != ENOENT) return view_error("unlink jail.json.tmp");
+    UniqueFd fd(::openat(d, kInfoTmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid()) return view_error("create jail.json");
+    if (::fchown(fd.get(), 0, gid) != 0 || ::fchmod(fd.get(), 0640) != 0 ||
+        ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+        ::renameat(d, kInfoTmp, d, kInfoName) != 0) {
+        const Error e = view_error("write jail.json");
+        ::unlinkat(d, kInfoTmp, 0);
+        return e;
+    }
+    return ok_status();
+}
+
+void remove_jail_view(uid_t uid) {
+    const UniqueFd root(::open(std::string(kJailViewRoot).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!root.valid()) return;
+    const std::string name = std::to_string(uid);
+    const UniqueFd dir(::openat(root.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (dir.valid()) {
+        (void)::unlinkat(dir.get(), kInfoName, 0);
+        (void)::unlinkat(dir.get(), kInfoTmp, 0);
+    }
+    (void)::unlinkat(root.get(), name.c_str(), AT_REMOVEDIR);
+}
+
+}  // namespace clihost
