@@ -22,35 +22,35 @@ Error view_error(const std::string& what) {
 }
 
 // The directory `name` under `at`, made with `mode` if absent, opened
-// without following a link, then owned by root and `gid` with `mode`
-// exactly (a directory left by anyone else is refused).
-Result<UniqueFd> own_dir(int at, const char* name, gid_t gid, mode_t mode) {
+// without following a link, root's with `mode` exactly (a directory left
+// by anyone else is refused). No chown: the helper's SELinux domain has no
+// chown capability (selinux/clihost_jail.te).
+Result<UniqueFd> own_dir(int at, const char* name, mode_t mode) {
     if (::mkdirat(at, name, mode) != 0 && errno != EEXIST) return view_error(std::string("mkdir ") + name);
     UniqueFd fd(::openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd.valid()) return view_error(std::string("open ") + name);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return view_error(std::string("stat ") + name);
-    if (st.st_uid != 0) {
+    if (st.st_uid != 0 || st.st_gid != 0 || !S_ISDIR(st.st_mode)) {
         errno = EPERM;
         return view_error(std::string(name) + " is not root's");
     }
-    if (::fchown(fd.get(), 0, gid) != 0 || ::fchmod(fd.get(), mode) != 0)
-        return view_error(std::string("chown/chmod ") + name);
+    if (::fchmod(fd.get(), mode) != 0) return view_error(std::string("chmod ") + name);
     return fd;
 }
 
 }  // namespace
 
-Status write_jail_view(uid_t uid, gid_t gid, const std::string& text) {
-    auto root = own_dir(AT_FDCWD, std::string(kJailViewRoot).c_str(), 0, 0711);
+Status write_jail_view(uid_t uid, const std::string& text) {
+    auto root = own_dir(AT_FDCWD, std::string(kJailViewRoot).c_str(), 0711);
     if (!root) return root.error();
-    auto dir = own_dir(root.value().get(), std::to_string(uid).c_str(), gid, 0750);
+    auto dir = own_dir(root.value().get(), std::to_string(uid).c_str(), 0755);
     if (!dir) return dir.error();
     const int d = dir.value().get();
     if (::unlinkat(d, kInfoTmp, 0) != 0 && errno != ENOENT) return view_error("unlink jail.json.tmp");
     UniqueFd fd(::openat(d, kInfoTmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.valid()) return view_error("create jail.json");
-    if (::fchown(fd.get(), 0, gid) != 0 || ::fchmod(fd.get(), 0640) != 0 ||
+    if (::fchmod(fd.get(), 0644) != 0 ||
         ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
         ::renameat(d, kInfoTmp, d, kInfoName) != 0) {
         const Error e = view_error("write jail.json");

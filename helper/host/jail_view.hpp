@@ -2,10 +2,12 @@
 // supervisor outside the runtime directory (which is 0700: a tenant's
 // bwrap, running as the tenant, cannot reach a path under it to bind).
 // kJailViewRoot (decide/plan.hpp) is root's, mode 0711 (no listing); each
-// tenant's directory, jail_view_dir(UID), root:the tenant's group 0750,
-// holds jail.json, root's 0640, replaced whole (a rename) so that a jail
-// binding the directory read-only never reads half a file. Nothing of it
-// is the tenant's to write, inside the jail (read-only) or outside.
+// tenant's directory, jail_view_dir(UID), root's 0755 (the tenant's
+// bwrap, which runs as the tenant, must reach it to bind it), holds
+// jail.json, root's 0644 (nothing in it that the config file does not
+// say), replaced whole (a rename) so that a jail binding the directory
+// read-only never reads half a file. Nothing of it is the tenant's to
+// write, inside the jail (read-only) or outside.
 #pragma once
 
 #include <sys/types.h>
@@ -19,7 +21,7 @@ namespace clihost {
 // Makes the root and the tenant's directory if absent (a root that is not
 // root's directory with mode 0711 is refused, exit 3) and replaces its
 // jail.json with `text`.
-Status write_jail_view(uid_t uid, gid_t gid, const std::string& text);
+Status write_jail_view(uid_t uid, const std::string& text);
 
 // Removes the tenant's jail.json and directory, under the tenant's lock
 // once its supervisor and jails are gone (`stop`; a supervisor whose start

@@ -239,8 +239,7 @@ Result<std::string> refresh_jail_view(const SessionStart& s, long long started) 
     const auto now = load_policy(s.config_path, s.config_explicit);
     const JailSettings ran = jail_settings(s.policy);
     const SettingsDrift drift = now ? settings_drift(ran, now.value().policy) : SettingsDrift{};
-    const Account& t = s.tenant.account;
-    if (auto st = write_jail_view(t.uid, t.gid, jail_info_json(ran, started, drift, std::time(nullptr))); !st)
+    if (auto st = write_jail_view(s.tenant.account.uid, jail_info_json(ran, started, drift, std::time(nullptr))); !st)
         return st.error();
     return attach_notice(drift);
 }
