@@ -154,6 +154,14 @@ std::vector<std::string> tmux_command(const Account& tenant, JailAction action, 
     return {};
 }
 
+std::vector<std::string> tmux_clients_command(const Account& tenant) {
+    return {std::string(kTmux), "-N", "-S", tmux_socket(tenant), "list-clients", "-F", "#{client_tty}"};
+}
+
+std::vector<std::string> tmux_notice_command(const Account& tenant, const std::string& client, const std::string& line) {
+    return {std::string(kTmux), "-N", "-S", tmux_socket(tenant), "display-message", "-d", "0", "-c", client, line};
+}
+
 std::vector<std::string> render_bwrap_argv(const Plan& plan) {
     // A new user namespace makes bwrap run unprivileged; new pid and ipc
     // namespaces hide other tenants' processes and SysV/POSIX IPC.
@@ -188,6 +196,10 @@ std::vector<std::string> render_bwrap_argv(const Plan& plan) {
         const auto eq = kv.find('=');
         a.insert(a.end(), {"--setenv", kv.substr(0, eq), kv.substr(eq + 1)});
     }
+    // The tmux server's fork handler (kOomPreload), for the server alone:
+    // bwrap's own environment (plan.env) never has it, and the library takes
+    // it out of the server's before tmux copies that to its panes.
+    if (plan.action == JailAction::serve) a.insert(a.end(), {"--setenv", "LD_PRELOAD", std::string(kOomPreload)});
     for (const auto& m : plan.mounts) {
         switch (m.kind) {
             case Mount::Kind::ro_bind: a.insert(a.end(), {"--ro-bind", m.source, m.dest}); break;

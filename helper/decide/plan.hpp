@@ -29,6 +29,10 @@ inline constexpr std::string_view kTmux = "/usr/bin/tmux";
 // The attach stub (CMake CLIHOST_JAIL_ATTACH_STUB): under a ro_bind
 // directory, as tmux is, so every jail sees it at this path.
 inline constexpr std::string_view kAttachStub = CLIHOST_JAIL_ATTACH_STUB;
+// The session jail's tmux server preloads it (helper/stub/oom_preload.cpp):
+// every process the server forks raises its oom_score_adj to 1000, so that
+// the OOM killer takes the tenant's work before its tmux server.
+inline constexpr std::string_view kOomPreload = CLIHOST_JAIL_OOM_PRELOAD;
 inline constexpr std::string_view kDefaultShell = "/bin/sh";
 // The fd on which bwrap reports a one-off jail's status (--json-status-fd):
 // its "exit-code" line is written only when the command really ran, which
@@ -189,6 +193,13 @@ std::string tmux_socket(const Account& tenant);
 // attach with a notice shows it until a key is pressed (display-message -d 0).
 std::vector<std::string> tmux_command(const Account& tenant, JailAction action, std::string_view session,
                                       std::string_view notice = {});
+
+// An OOM notice's tmux commands (query jails, query.cpp:notify_oom): the
+// clients' terminals, then a message on one (-d 0: until a key is pressed).
+// `line` is the supervisor's own (tenant_output.hpp oom_notice): no '#', so
+// tmux expands nothing in it.
+std::vector<std::string> tmux_clients_command(const Account& tenant);
+std::vector<std::string> tmux_notice_command(const Account& tenant, const std::string& client, const std::string& line);
 
 // The one rendering of a plan as bwrap's argv: what `print` shows and
 // launch execs.

@@ -420,6 +420,13 @@ def install_attach_stub():
     os.chown(tmp, 0, 0)
     os.chmod(tmp, 0o755)
     os.replace(tmp, STUB_TARGET)
+    # The session jail's tmux server preloads the OOM fork handler from the
+    # stub's directory (helper/stub/oom_preload.cpp), root's 0644.
+    preload = os.path.join(os.path.dirname(STUB_TARGET), "clihost-jail-oom.so")
+    shutil.copy(os.path.join(os.path.dirname(STUB_BIN), "clihost-jail-oom.so"), preload + ".new")
+    os.chown(preload + ".new", 0, 0)
+    os.chmod(preload + ".new", 0o644)
+    os.replace(preload + ".new", preload)
 
 
 def _waiting_jails(uid, oneoff):

@@ -58,6 +58,8 @@ std::vector<std::string> expected_argv(const std::vector<std::string>& proc_args
     a.insert(a.end(), head.begin(), head.end());
     a.insert(a.end(), {"--seccomp", "3", "--clearenv"});
     if (!attach) a.insert(a.end(), kEnvArgs.begin(), kEnvArgs.end());
+    // The tmux server alone preloads the OOM fork handler (plan.cpp).
+    if (command.size() == 4 && command.back() == "-D") a.insert(a.end(), {"--setenv", "LD_PRELOAD", std::string(kOomPreload)});
     a.insert(a.end(), {"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--ro-bind", "/etc", "/etc",
                        "--dev", "/dev", "--remount-ro", "/dev", "--size", "268435456", "--tmpfs", "/dev/shm"});
     a.insert(a.end(), proc_args.begin(), proc_args.end());
@@ -376,6 +378,21 @@ TEST(Plan, SessionJailRunsTheTmuxServerInTheForegroundInASessionOfItsOwn) {
     EXPECT_EQ(p.value().net, JailNet::isolated);
     EXPECT_EQ(p.value().action, JailAction::serve);
     EXPECT_EQ(p.value().socket_dir, "/home/alice/.cache/tmux");
+}
+
+TEST(Plan, OnlyTheTmuxServerPreloadsTheOomForkHandler) {
+    for (JailAction a : {JailAction::attach, JailAction::kill_session, JailAction::list_sessions, JailAction::serve}) {
+        auto p = plan_with(Policy{}, full_probe(), Request{a, a == JailAction::serve ? "" : "main", {}});
+        ASSERT_TRUE(p.ok()) << p.error().message;
+        const auto& argv = p.value().argv;
+        const auto at = std::find(argv.begin(), argv.end(), "LD_PRELOAD");
+        EXPECT_EQ(at != argv.end(), a == JailAction::serve) << jail_action_name(a);
+        if (at != argv.end()) {
+            EXPECT_EQ(*(at + 1), kOomPreload);
+        }
+        // bwrap's own environment never has it: ld.so would load it into bwrap.
+        for (const auto& kv : p.value().env) EXPECT_NE(kv.rfind("LD_", 0), 0U) << kv;
+    }
 }
 
 TEST(Plan, ClientJailsNeverStartAServerAndHaveNoNetwork) {
