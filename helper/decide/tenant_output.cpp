@@ -1,6 +1,7 @@
 // tenant_output.cpp: see tenant_output.hpp.
 #include "decide/tenant_output.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <ctime>
 
@@ -209,6 +210,29 @@ std::optional<RefusalRecord> parse_refusal_record(std::string_view text) {
         p2 != b.data() + b.size())
         return std::nullopt;
     return r;
+}
+
+std::string oom_notice(std::uint64_t kills, std::optional<std::uint64_t> memory_max) {
+    std::string line = "clihost-jail: the OOM killer ended " + std::to_string(kills) + " process" +
+                       (kills == 1 ? "" : "es");
+    if (memory_max) line += " (memory_max " + std::to_string(*memory_max >> 20) + " MiB reached)";
+    return line;
+}
+
+std::vector<std::string> notice_clients(std::string_view out) {
+    constexpr std::string_view prefix = "/dev/pts/";
+    std::vector<std::string> ttys;
+    while (!out.empty() && ttys.size() < kMaxNoticeClients) {
+        const auto nl = out.find('\n');
+        const std::string_view line = out.substr(0, nl);
+        out = nl == std::string_view::npos ? std::string_view{} : out.substr(nl + 1);
+        if (line.size() <= prefix.size() || line.size() > prefix.size() + 7 || line.substr(0, prefix.size()) != prefix)
+            continue;
+        const auto digits = line.substr(prefix.size());
+        if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+        if (std::find(ttys.begin(), ttys.end(), line) == ttys.end()) ttys.emplace_back(line);
+    }
+    return ttys;
 }
 
 }  // namespace clihost

@@ -34,6 +34,23 @@ std::string caller_session_name(std::string_view tmux_name);
 // caller's form, at most `max_names` of them (the rest are dropped).
 std::vector<std::string> listed_sessions(std::string_view out, std::size_t max_names);
 
+// --- an OOM kill's notice ---------------------------------------------------
+
+// At most this many of the tenant's terminals get the notice.
+inline constexpr std::size_t kMaxNoticeClients = 16;
+
+// The one line an OOM kill in the tenant's jails puts on its terminals, made
+// only of what the kernel counted and the limit in force (nothing the
+// tenant names: a process's name is its own to choose):
+// "clihost-jail: the OOM killer ended N process(es) (memory_max M MiB
+// reached)".
+std::string oom_notice(std::uint64_t kills, std::optional<std::uint64_t> memory_max);
+
+// The clients' terminals in `list-clients -F '#{client_tty}'` output (the
+// tenant's tmux: hostile): lines exactly /dev/pts/N (N 1 to 7 digits), at
+// most kMaxNoticeClients, duplicates dropped; any other line is dropped.
+std::vector<std::string> notice_clients(std::string_view out);
+
 // --- list ----------------------------------------------------------------------
 
 enum class SessionsState {

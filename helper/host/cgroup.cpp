@@ -5,6 +5,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -324,6 +326,33 @@ Result<std::vector<UniqueFd>> TenantCgroup::open_leaf(const char* leaf) const {
 MemorySplit memory_split(const std::string& stat, CgroupVersion version) {
     if (version == CgroupVersion::v2) return {keyed(stat, "anon"), keyed(stat, "file")};
     return {keyed(stat, "total_rss"), keyed(stat, "total_cache")};
+}
+
+Result<UniqueFd> TenantCgroup::watch_oom() const {
+    const bool v2 = version_ == CgroupVersion::v2;
+    const Node* m = node_of(v2 ? "" : "memory");
+    if (m == nullptr) return fail(Exit::host, "the tenant has no memory cgroup to watch");
+    if (v2) {
+        // memory.events changes on each OOM kill (kernfs notifies inotify).
+        UniqueFd in(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+        const std::string file = m->dir + "/jails/memory.events";
+        if (!in.valid() || ::inotify_add_watch(in.get(), file.c_str(), IN_MODIFY) < 0)
+            return fail(Exit::internal, "cannot watch " + file + ": " + errno_text(errno));
+        return in;
+    }
+    // v1: an eventfd the kernel signals on each OOM of the jails leaf
+    // (cgroup.event_control with memory.oom_control).
+    UniqueFd ev(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    const std::string control = m->dir + "/jails/memory.oom_control";
+    const UniqueFd oom(::open(control.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    const std::string events = m->dir + "/jails/cgroup.event_control";
+    const UniqueFd ctl(::open(events.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!ev.valid() || !oom.valid() || !ctl.valid())
+        return fail(Exit::internal, "cannot watch " + control + ": " + errno_text(errno));
+    const std::string line = std::to_string(ev.get()) + " " + std::to_string(oom.get());
+    if (::write(ctl.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+        return fail(Exit::internal, "cannot watch " + control + ": " + errno_text(errno));
+    return ev;
 }
 
 CgroupUsage TenantCgroup::usage() const {

@@ -119,6 +119,10 @@ public:
     Result<std::vector<UniqueFd>> open_net() const;
 
     CgroupUsage usage() const;
+    // A descriptor that polls readable after an OOM of the jails leaf (v2:
+    // inotify on memory.events; v1: an eventfd on memory.oom_control);
+    // drain it, then read usage().oom_kills. Non-blocking, close-on-exec.
+    Result<UniqueFd> watch_oom() const;
     // The limits as the kernel reads them back (for `check`).
     std::vector<std::pair<std::string, std::string>> applied() const;
 

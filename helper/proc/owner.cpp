@@ -28,6 +28,7 @@
 #include "decide/request.hpp"
 #include "proc/jail_start.hpp"
 #include "proc/supervise.hpp"
+#include "decide/tenant_output.hpp"
 #include "proc/query.hpp"
 
 namespace clihost {
@@ -180,11 +181,13 @@ public:
             }
             const std::size_t rules_at = p.size();
             p.push_back({c_.rules_watch.valid() ? c_.rules_watch.get() : -1, POLLIN, 0});
+            p.push_back({c_.oom_watch.valid() ? c_.oom_watch.get() : -1, POLLIN, 0});
             const int r = ::poll(p.data(), p.size(), timeout_ms());
             if (r < 0 && errno != EINTR) break;
             const std::time_t now = std::time(nullptr);
             if (r > 0 && (p[0].revents & POLLIN) != 0) on_signal(sigfd);
             if (r > 0 && (p[rules_at].revents & POLLIN) != 0) on_rules_event();
+            if (r > 0 && (p[rules_at + 1].revents & POLLIN) != 0) on_oom_event();
             if (r > 0 && (p[1].revents & POLLIN) != 0) on_accept(now);
             for (std::size_t i = 0; r > 0 && i < by.size(); ++i) {
                 if (p[i + 2].fd < 0 || p[i + 2].revents == 0) continue;
@@ -315,6 +318,23 @@ private:
         log::audit("warn", held.error().message + ": ending every jail of the tenant");
         c_.rules_watch.reset();
         end_all("rules gone");
+    }
+
+    // An OOM of the jails leaf: a kill (the kernel's count grew) is said in
+    // an audit line and on the tenant's terminals, in words of the
+    // supervisor's own (the count, memory_max): nothing the tenant names.
+    void on_oom_event() {
+        alignas(8) char events[4096];  // eventfd: 8 bytes; inotify: its events
+        while (::read(c_.oom_watch.get(), events, sizeof events) > 0) {}
+        const TenantCgroup& cg = *c_.place.cgroup;
+        const std::uint64_t now = cg.usage().oom_kills.value_or(c_.oom_kills);
+        if (now <= c_.oom_kills) return;
+        const std::uint64_t kills = now - c_.oom_kills;
+        c_.oom_kills = now;
+        const std::string line = oom_notice(kills, cg.resolved().memory_max);
+        auto told = notify_oom(c_, line);
+        log::audit("warn", std::to_string(kills) + " process(es) OOM-killed in the jails" +
+                               (told ? ", told on the tenant's terminals" : ", not told: " + told.error().message));
     }
 
     void network_lost(int st) {

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -58,6 +59,11 @@ struct OwnerContext {
     // settings that differ from the config file now, and the line the
     // attach shows of them ("": none). Empty: nothing written, no line.
     std::function<std::string()> refresh_view{};
+    // The jails leaf's OOM events (TenantCgroup::watch_oom), where it has a
+    // memory limit: on each new OOM kill an audit line, and a notice on the
+    // tenant's terminals (query.hpp notify_oom). `oom_kills`: the count so far.
+    UniqueFd oom_watch;
+    std::uint64_t oom_kills{0};
 };
 
 // How the loop ended, for the supervisor's last audit line.

@@ -2,14 +2,19 @@
 #include "proc/query.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "base/fd_pass.hpp"
 #include "base/log.hpp"
 #include "decide/plan.hpp"
+#include "decide/tenant_output.hpp"
 #include "proc/jail_start.hpp"
 #include "proc/supervise.hpp"
 
@@ -41,7 +46,56 @@ Result<Plan> query_plan(const OwnerContext& ctx, HandoverKind kind, const std::s
 
 const char* kind_name(HandoverKind kind) { return kind == HandoverKind::list ? "list" : "kill"; }
 
+// One tmux command of the supervisor's own (an OOM notice's) in a query
+// jail: its stdout (at most 64 KiB) once the jail has ended, or "" when it
+// did not end within kTenantQueryDeadlineMs (then it is killed).
+std::string run_tmux_command(const OwnerContext& ctx, std::vector<std::string> command) {
+    auto plan = query_plan(ctx, HandoverKind::list, "");
+    if (!plan) return {};
+    plan.value().command = std::move(command);
+    plan.value().argv = render_bwrap_argv(plan.value());
+    const UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    UniqueFd out, out_w;
+    if (!null.valid() || !query_pipe(out, out_w)) return {};
+    auto start = QueryJailStart::make(plan.value(), Stdio{{null.get(), out_w.get(), null.get()}});
+    if (!start) return {};
+    JailPlacement place = ctx.place;
+    place.query = true;
+    auto pid = start_jail(start.value(), TenantContext{&ctx.limits, &place});
+    out_w.reset();
+    if (!pid) return {};
+    RunningQuery q;
+    q.out = std::move(out);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTenantQueryDeadlineMs);
+    while (q.out.valid()) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) break;
+        pollfd p{q.out.get(), POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) break;
+        read_query_output(q, q.out.get());
+    }
+    if (q.out.valid()) ::kill(pid.value(), SIGKILL);
+    int st = 0;
+    while (::waitpid(pid.value(), &st, 0) < 0 && errno == EINTR) {}
+    return q.out.valid() ? std::string() : q.out_text;
+}
+
 }  // namespace
+
+Result<pid_t> notify_oom(const OwnerContext& ctx, const std::string& line) {
+    const pid_t child = ::fork();
+    if (child < 0) return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
+    if (child > 0) return child;
+    [&]() noexcept {
+        try {
+            const Account& t = ctx.start.tenant.account;
+            for (const auto& tty : notice_clients(run_tmux_command(ctx, tmux_clients_command(t))))
+                (void)run_tmux_command(ctx, tmux_notice_command(t, tty, line));
+        } catch (...) {
+        }
+    }();
+    ::_exit(0);
+}
 
 Result<RunningQuery> start_query(const OwnerContext& ctx, HandoverKind kind, const std::string& session) {
     auto plan = query_plan(ctx, kind, session);

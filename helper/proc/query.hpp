@@ -61,4 +61,12 @@ void read_query_output(RunningQuery& q, int fd);
 bool query_ready(const RunningQuery& q);
 QueryAnswer query_answer(const RunningQuery& q);
 
+// An OOM kill in the tenant's jails, told on its terminals: a child of
+// the supervisor (reaped by its loop, which it never delays) runs one query
+// jail for `list-clients`, then one per terminal (at most
+// kMaxNoticeClients) for `display-message` of `line`, each within
+// kTenantQueryDeadlineMs, in the query leaf (its own allowance: the jails
+// leaf is at its limit). Returns the child's pid, or the fork's error.
+Result<pid_t> notify_oom(const OwnerContext& ctx, const std::string& line);
+
 }  // namespace clihost

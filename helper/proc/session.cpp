@@ -432,7 +432,18 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     //    did (setsid, double forks, stopped processes).
     OwnerContext oc{s, dir, pam_env, tenant_limits, place, net_creds, std::move(attach_netns),
                     [&] { return start_session_jail(s, serve.value(), pam_env, tenant_limits, place, net_creds); },
-                    nullptr, [&] { return tenant_still_valid(s); }, std::move(rules_watch)};
+                    nullptr, [&] { return tenant_still_valid(s); }, std::move(rules_watch), {}, {}, 0};
+    //    An OOM kill in the jails leaf is told on the tenant's terminals
+    //    (where memory_max limits it; SECURITY.md, "The session outlives
+    //    its memory exhaustion").
+    if (cg.value().placed() && cg.value().resolved().memory_max) {
+        if (auto w = cg.value().watch_oom()) {
+            oc.oom_watch = std::move(w).value();
+            oc.oom_kills = oom_before;
+        } else {
+            log::audit("warn", w.error().message + ": an OOM kill is not told on the tenant's terminals");
+        }
+    }
     if (pam)
         oc.check_account = [&](const std::string& caller) {
             return PamSession::check_account(s.policy.pam_service, t.name, caller);

@@ -228,5 +228,24 @@ TEST(RefusalDelay, RecordRoundTripsAndRefusesGarbage) {
         EXPECT_FALSE(parse_refusal_record(bad).has_value()) << bad;
 }
 
+TEST(TenantOutput, OomNoticeIsMadeOfTheCountAndTheLimitOnly) {
+    EXPECT_EQ(oom_notice(1, std::uint64_t{512} << 20),
+              "clihost-jail: the OOM killer ended 1 process (memory_max 512 MiB reached)");
+    EXPECT_EQ(oom_notice(3, std::nullopt), "clihost-jail: the OOM killer ended 3 processes");
+    EXPECT_EQ(oom_notice(2, std::uint64_t{1} << 30).find('#'), std::string::npos);
+}
+
+TEST(TenantOutput, NoticeClientsAreExactlyPseudoTerminals) {
+    EXPECT_EQ(notice_clients("/dev/pts/3\n/dev/pts/12\n"), (std::vector<std::string>{"/dev/pts/3", "/dev/pts/12"}));
+    // A hostile tmux's lines: anything but /dev/pts/N is dropped, duplicates once.
+    EXPECT_EQ(notice_clients("/dev/pts/3\n/dev/pts/3\n/dev/pts/\n/dev/pts/1;x\n/dev/tty1\n-c\n/dev/pts/12345678\n"
+                             "#{client_tty}\n/dev/pts/4 \n/dev/pts/5"),
+              (std::vector<std::string>{"/dev/pts/3", "/dev/pts/5"}));
+    std::string many;
+    for (int i = 0; i < 40; ++i) many += "/dev/pts/" + std::to_string(i) + "\n";
+    EXPECT_EQ(notice_clients(many).size(), kMaxNoticeClients);
+}
+
+
 }  // namespace
 }  // namespace clihost
