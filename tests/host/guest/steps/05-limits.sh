@@ -2,7 +2,8 @@
 #    gets the limits plus the net leaf's share and the supervisor's 64 MiB /
 #    64 tasks, the jails leaf
 #    memory.max / pids.max; an allocation past memory_max is OOM-killed inside
-#    jails while the session lives; a fork loop stops at tasks_max.
+#    jails while the session lives (the same tmux server; the terminal shows
+#    the supervisor's OOM notice); a fork loop stops at tasks_max.
 S=$(scope_of "$T1") CG=$(cg_of "$T1")
 equals "the scope is active, delegated, in clihost-jail.slice" \
   "$(for p in ActiveState Delegate Slice; do systemctl show -P $p "$S"; done | tr '\n' ' ')" "active yes clihost-jail.slice "
@@ -19,12 +20,18 @@ check "the scope hands memory and pids down to its leaves" \
 equals "the scope itself holds no process (v2: no internal processes)" "$(wc -l <"$CG/cgroup.procs")" 0
 SUP=$(cat "$STATE/sup1")
 oom_before=$(sed -n 's/^oom_kill //p' "$CG/jails/memory.events")
+TMUXS=$(pgrep -u "$(uid_of "$T1")" -x 'tmux: server')
 type_into proxy "$L/memhog $((MEM_MAX_MIB * 3)); echo MEMHOG_EXIT_\$?"
 shows 60 proxy "MEMHOG_EXIT_137" "memhog of $((MEM_MAX_MIB * 3)) MiB is killed (SIGKILL) in the session's shell"
 check "memhog did not get its memory" "! screen_has proxy 'memhog: survived'"
 oom=$(sed -n 's/^oom_kill //p' "$CG/jails/memory.events")
 check "the OOM kill is the jails leaf's (jails/memory.events oom_kill $oom_before -> $oom)" "[ '${oom:-0}' -gt '${oom_before:-0}' ]"
 check "the supervisor lives after the OOM kill" "alive $SUP && [ \"\$(supervisor_of $T1)\" = $SUP ]"
+# The session outlives it (SECURITY.md row 50): the same tmux server, and
+# the supervisor's one line on the terminal.
+check "the tmux server survives the OOM kill (pid $TMUXS)" \
+  "[ -n '$TMUXS' ] && [ \"\$(pgrep -u $(uid_of "$T1") -x 'tmux: server')\" = '$TMUXS' ]"
+shows 20 proxy "clihost-jail: the OOM killer ended" "the terminal shows the supervisor's OOM notice"
 type_into proxy 'echo AFTER_OOM_$((6*7))'
 shows 20 proxy AFTER_OOM_42 "the session's shell lives after the OOM kill"
 # The loop holds its children (120 s) until the count is taken, then ends.

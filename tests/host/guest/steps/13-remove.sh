@@ -4,8 +4,31 @@
 #     the tenants' /etc/cron.deny, /etc/at.deny entries (postrm). Nothing
 #     else differs from before the install, once the test's own accounts and
 #     files are gone.
+#     A session jail running across dpkg -r: before, its probe of a host
+#     address is refused by the rules; prerm stops it (and says so) before
+#     the rules go, so after it no process of the tenant is left to reach
+#     the host.
+HOSTIP=$(ip -4 -o route get 1.1.1.1 | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((sys.argv[1], 8471)); s.listen(8); time.sleep(600)' "$HOSTIP" &
+LISTENER=$!
+connect rm "$T1" main
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  type_into rm 'echo RM_$((6*7))'
+  wait_for 3 screen_has rm RM_42 && break
+done
+shows 1 rm RM_42 "a session jail runs before dpkg -r"
+type_into rm "timeout 20 bash -c 'exec 3<>/dev/tcp/$HOSTIP/8471' 2>/dev/null && echo PROBE_OPEN || echo PROBE_SHUT_\$((6*7))"
+shows 30 rm PROBE_SHUT_42 "before dpkg -r the jail's probe of the host address $HOSTIP is refused"
+check "the probe never connected" "! screen_has rm PROBE_OPEN"
+check "control: the listener on $HOSTIP:8471 accepts a connection from outside the jail" \
+  "timeout 5 bash -c 'exec 3<>/dev/tcp/$HOSTIP/8471'"
 systemctl stop clihost-proxy.service 2>/dev/null
 if dpkg -r clihost-jail >"$STATE/remove.log" 2>&1; then ok "dpkg -r"; else bad "dpkg -r" "$(tail -n 5 "$STATE/remove.log")"; fi
+check "dpkg -r says it stops the session jail of $T1 before removal" \
+  "grep -q 'stopping the session jail of $T1 before removal' '$STATE/remove.log'" "$(cat "$STATE/remove.log")"
+check "after dpkg -r no process of $T1 is left (nothing reaches the host)" \
+  "wait_for 10 sh -c '[ \$(pgrep -u $(uid_of "$T1") | wc -l) = 0 ]'" "$(pgrep -a -u "$(uid_of "$T1")")"
+kill "$LISTENER" 2>/dev/null
 check "the helper is gone" "[ ! -e '$HELPER' ]"
 check "jail.conf and the PAM service stay (conffiles)" "[ -f '$CONF' ] && [ -f /etc/pam.d/clihost-jail ]"
 check "the sshd drop-in is gone" "[ ! -e /etc/ssh/sshd_config.d/clihost-jail.conf ]"
