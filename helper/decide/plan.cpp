@@ -155,7 +155,7 @@ std::vector<std::string> tmux_command(const Account& tenant, JailAction action, 
 }
 
 std::vector<std::string> tmux_clients_command(const Account& tenant) {
-    return {std::string(kTmux), "-N", "-S", tmux_socket(tenant), "list-clients", "-F", "#{client_tty}"};
+    return {std::string(kTmux), "-N", "-S", tmux_socket(tenant), "list-clients", "-F", "#{client_name}"};
 }
 
 std::vector<std::string> tmux_notice_command(const Account& tenant, const std::string& client, const std::string& line) {

@@ -219,20 +219,32 @@ std::string oom_notice(std::uint64_t kills, std::optional<std::uint64_t> memory_
     return line;
 }
 
+namespace {
+
+// "/dev/pts/N" (a client on a terminal its jail names) or "client-N"
+// (tmux's name for one whose terminal has no name there: an attach jail's
+// own devpts does not hold the relay's), N 1 to 10 digits.
+bool is_notice_client(std::string_view name) {
+    for (std::string_view prefix : {std::string_view("/dev/pts/"), std::string_view("client-")}) {
+        if (name.size() <= prefix.size() || name.size() > prefix.size() + 10 || name.substr(0, prefix.size()) != prefix)
+            continue;
+        const auto digits = name.substr(prefix.size());
+        return std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+    }
+    return false;
+}
+
+}  // namespace
+
 std::vector<std::string> notice_clients(std::string_view out) {
-    constexpr std::string_view prefix = "/dev/pts/";
-    std::vector<std::string> ttys;
-    while (!out.empty() && ttys.size() < kMaxNoticeClients) {
+    std::vector<std::string> names;
+    while (!out.empty() && names.size() < kMaxNoticeClients) {
         const auto nl = out.find('\n');
         const std::string_view line = out.substr(0, nl);
         out = nl == std::string_view::npos ? std::string_view{} : out.substr(nl + 1);
-        if (line.size() <= prefix.size() || line.size() > prefix.size() + 7 || line.substr(0, prefix.size()) != prefix)
-            continue;
-        const auto digits = line.substr(prefix.size());
-        if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
-        if (std::find(ttys.begin(), ttys.end(), line) == ttys.end()) ttys.emplace_back(line);
+        if (is_notice_client(line) && std::find(names.begin(), names.end(), line) == names.end()) names.emplace_back(line);
     }
-    return ttys;
+    return names;
 }
 
 }  // namespace clihost

@@ -46,9 +46,9 @@ inline constexpr std::size_t kMaxNoticeClients = 16;
 // reached)".
 std::string oom_notice(std::uint64_t kills, std::optional<std::uint64_t> memory_max);
 
-// The clients' terminals in `list-clients -F '#{client_tty}'` output (the
-// tenant's tmux: hostile): lines exactly /dev/pts/N (N 1 to 7 digits), at
-// most kMaxNoticeClients, duplicates dropped; any other line is dropped.
+// The clients in `list-clients -F '#{client_name}'` output (the tenant's
+// tmux: hostile): lines exactly /dev/pts/N or client-N (N 1 to 10 digits),
+// at most kMaxNoticeClients, duplicates dropped; any other line is dropped.
 std::vector<std::string> notice_clients(std::string_view out);
 
 // --- list ----------------------------------------------------------------------

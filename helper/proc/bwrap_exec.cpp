@@ -38,7 +38,7 @@ namespace {
 
 // The steps of place_and_exec (and of the watcher's child) that can fail.
 enum ExecStep : int { kStepNone = 0, kStepTie, kStepCgroup, kStepGroup, kStepGo, kStepStderr, kStepCloexec,
-                      kStepPlace, kStepSignals, kStepOomScore, kStepExec };
+                      kStepPlace, kStepSignals, kStepExec };
 
 Error exec_step_error(const Plan& plan, int step, int err) {
     switch (step) {
@@ -51,7 +51,6 @@ Error exec_step_error(const Plan& plan, int step, int err) {
         case kStepCloexec: return fail(Exit::internal, "cannot mark descriptors close-on-exec");
         case kStepPlace: return fail(Exit::internal, "cannot place bwrap's descriptors");
         case kStepSignals: return fail(Exit::internal, "cannot reset signal dispositions");
-        case kStepOomScore: return fail(Exit::internal, "cannot raise the one-off jail's oom_score_adj");
         case kStepExec: return fail(Exit::host, "cannot execute " + plan.bwrap + ": " + std::strerror(err));
         default: return fail(Exit::internal, "the jail's start failed");
     }
@@ -101,17 +100,6 @@ int place_and_exec(const BwrapExec& x, int& err) noexcept {
     sigset_t none;
     sigemptyset(&none);
     if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) return kStepSignals;
-    // A one-off jail is the tenant's work, as its tmux panes are
-    // (helper/stub/oom_preload.cpp): the OOM killer takes it before the
-    // session jail's tmux server and attach jails (score 0). Raising needs
-    // no privilege.
-    if (x.plan->action == JailAction::command) {
-        const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-        const bool raised = fd >= 0 && ::write(fd, "1000", 4) == 4;
-        err = errno;
-        if (fd >= 0) ::close(fd);
-        if (!raised) return kStepOomScore;
-    }
     if (x.fault_exec) {
         err = ENOEXEC;  // the injected failure (tests): as an exec the kernel refused
         return kStepExec;

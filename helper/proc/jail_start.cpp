@@ -75,6 +75,13 @@ Steps steps_of(const JailStart& start) {
         start);
 }
 
+bool raise_oom_score() noexcept {
+    const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    const bool raised = fd >= 0 && ::write(fd, "1000", 4) == 4;
+    if (fd >= 0) ::close(fd);
+    return raised;
+}
+
 [[noreturn]] void quit(const Error& e) noexcept {
     report_tenant_failure(e);
     ::_exit(static_cast<int>(e.code));
@@ -175,6 +182,12 @@ Result<pid_t> start_jail(const JailStart& start, const TenantContext& tenant) {
             fail_start(fail(Exit::internal, std::string("cannot join the tenant's empty network namespace: ") + std::strerror(errno)));
         if (tenant.limits != nullptr && !apply_rlimits(*tenant.limits))                                        // 4
             fail_start(fail(Exit::internal, "cannot set the tenant's limits"));
+        // A one-off jail is the tenant's work, as its tmux panes are
+        // (helper/stub/oom_preload.cpp): the OOM killer takes it before the
+        // session jail's tmux server and attach jails (0). Written as root
+        // (the tenant's side is not dumpable: its /proc/self is root's).
+        if (s.kind == JailKind::one_off && !raise_oom_score())
+            fail_start(fail(Exit::internal, "cannot raise the one-off jail's oom_score_adj"));
         // The connection channel (a waiting jail's) as fd 3, the network
         // channel (an isolated jail's) and the session jail's report next:
         // each first copied above all three numbers (none overwrites

@@ -128,6 +128,8 @@ constexpr int kWaitingStartSeconds = 10;
 // How long after an attach the next attach jail is started, and after a
 // one-off (unless it ends sooner) the next one-off jail.
 constexpr std::chrono::milliseconds kPrepareDelay{50};
+// How often the OOM count is read again after an OOM event (on_oom_event).
+constexpr int kOomCheckMs = 100;
 
 // The supervisor's own lines (a stop, a jail prepared, a child reaped)
 // name no request: its own action, no caller.
@@ -188,6 +190,7 @@ public:
             if (r > 0 && (p[0].revents & POLLIN) != 0) on_signal(sigfd);
             if (r > 0 && (p[rules_at].revents & POLLIN) != 0) on_rules_event();
             if (r > 0 && (p[rules_at + 1].revents & POLLIN) != 0) on_oom_event();
+            else if (oom_check_until_ != std::chrono::steady_clock::time_point{}) check_oom_kills();
             if (r > 0 && (p[1].revents & POLLIN) != 0) on_accept(now);
             for (std::size_t i = 0; r > 0 && i < by.size(); ++i) {
                 if (p[i + 2].fd < 0 || p[i + 2].revents == 0) continue;
@@ -245,6 +248,7 @@ private:
         }
         // A query's deadline, and the next waiting jail's start, to the millisecond.
         const auto now = std::chrono::steady_clock::now();
+        if (oom_check_until_ != std::chrono::steady_clock::time_point{} && (ms < 0 || ms > kOomCheckMs)) ms = kOomCheckMs;
         for (const auto& at : {prepare_at_, prepare_oneoff_at_}) {
             if (!at) continue;
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*at - now).count();
@@ -326,6 +330,14 @@ private:
     void on_oom_event() {
         alignas(8) char events[4096];  // eventfd: 8 bytes; inotify: its events
         while (::read(c_.oom_watch.get(), events, sizeof events) > 0) {}
+        // v1 signals the OOM before its kill is counted: the count is read
+        // again every 100 ms for 2 s (kills of one OOM come one by one).
+        oom_check_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        check_oom_kills();
+    }
+
+    void check_oom_kills() {
+        if (std::chrono::steady_clock::now() >= oom_check_until_) oom_check_until_ = {};
         const TenantCgroup& cg = *c_.place.cgroup;
         const std::uint64_t now = cg.usage().oom_kills.value_or(c_.oom_kills);
         if (now <= c_.oom_kills) return;
@@ -914,6 +926,7 @@ private:
     std::vector<std::unique_ptr<Conn>> conns_;
     Prepared prepared_;
     std::optional<std::chrono::steady_clock::time_point> prepare_at_;
+    std::chrono::steady_clock::time_point oom_check_until_{};  // zero: no OOM count to read again
     Prepared oneoff_;
     std::optional<std::chrono::steady_clock::time_point> prepare_oneoff_at_;
     log::AuditContext own_;

@@ -250,6 +250,20 @@ Status tenant_still_valid(const SessionStart& s) {
     return tenant_unchanged(s.policy, s.tenant, SystemAccountDb{}, inspect_home);
 }
 
+// An OOM kill in the jails leaf, told on the tenant's terminals (where
+// memory_max limits it; SECURITY.md row 50): the owner's watch, from the
+// count at the start.
+void watch_oom_kills(OwnerContext& oc, const TenantCgroup& cg, std::uint64_t kills_before) {
+    if (!cg.placed() || !cg.resolved().memory_max) return;
+    auto w = cg.watch_oom();
+    if (!w) {
+        log::audit("warn", w.error().message + ": an OOM kill is not told on the tenant's terminals");
+        return;
+    }
+    oc.oom_watch = std::move(w).value();
+    oc.oom_kills = kills_before;
+}
+
 // The start's bound: past it, SIGALRM's handler says so on the start-up
 // report (fd 3, the supervisor's until the record is written) and ends
 // the process; its lock goes with it. Only write and _exit in the handler.
@@ -433,17 +447,7 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     OwnerContext oc{s, dir, pam_env, tenant_limits, place, net_creds, std::move(attach_netns),
                     [&] { return start_session_jail(s, serve.value(), pam_env, tenant_limits, place, net_creds); },
                     nullptr, [&] { return tenant_still_valid(s); }, std::move(rules_watch), {}, {}, 0};
-    //    An OOM kill in the jails leaf is told on the tenant's terminals
-    //    (where memory_max limits it; SECURITY.md, "The session outlives
-    //    its memory exhaustion").
-    if (cg.value().placed() && cg.value().resolved().memory_max) {
-        if (auto w = cg.value().watch_oom()) {
-            oc.oom_watch = std::move(w).value();
-            oc.oom_kills = oom_before;
-        } else {
-            log::audit("warn", w.error().message + ": an OOM kill is not told on the tenant's terminals");
-        }
-    }
+    watch_oom_kills(oc, cg.value(), oom_before);
     if (pam)
         oc.check_account = [&](const std::string& caller) {
             return PamSession::check_account(s.policy.pam_service, t.name, caller);

@@ -422,8 +422,12 @@ def install_attach_stub():
     os.replace(tmp, STUB_TARGET)
     # The session jail's tmux server preloads the OOM fork handler from the
     # stub's directory (helper/stub/oom_preload.cpp), root's 0644.
+    # (A build before it has none: its tests run without, as it did.)
     preload = os.path.join(os.path.dirname(STUB_TARGET), "clihost-jail-oom.so")
-    shutil.copy(os.path.join(os.path.dirname(STUB_BIN), "clihost-jail-oom.so"), preload + ".new")
+    built = os.path.join(os.path.dirname(STUB_BIN), "clihost-jail-oom.so")
+    if not os.path.exists(built):
+        return
+    shutil.copy(built, preload + ".new")
     os.chown(preload + ".new", 0, 0)
     os.chmod(preload + ".new", 0o644)
     os.replace(preload + ".new", preload)

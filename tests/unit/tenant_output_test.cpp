@@ -238,9 +238,9 @@ TEST(TenantOutput, OomNoticeIsMadeOfTheCountAndTheLimitOnly) {
 TEST(TenantOutput, NoticeClientsAreExactlyPseudoTerminals) {
     EXPECT_EQ(notice_clients("/dev/pts/3\n/dev/pts/12\n"), (std::vector<std::string>{"/dev/pts/3", "/dev/pts/12"}));
     // A hostile tmux's lines: anything but /dev/pts/N is dropped, duplicates once.
-    EXPECT_EQ(notice_clients("/dev/pts/3\n/dev/pts/3\n/dev/pts/\n/dev/pts/1;x\n/dev/tty1\n-c\n/dev/pts/12345678\n"
-                             "#{client_tty}\n/dev/pts/4 \n/dev/pts/5"),
-              (std::vector<std::string>{"/dev/pts/3", "/dev/pts/5"}));
+    EXPECT_EQ(notice_clients("/dev/pts/3\n/dev/pts/3\n/dev/pts/\n/dev/pts/1;x\n/dev/tty1\n-c\n/dev/pts/12345678901\n"
+                             "#{client_tty}\n/dev/pts/4 \nclient-\nclient-12x\nclient-77\n/dev/pts/5"),
+              (std::vector<std::string>{"/dev/pts/3", "client-77", "/dev/pts/5"}));
     std::string many;
     for (int i = 0; i < 40; ++i) many += "/dev/pts/" + std::to_string(i) + "\n";
     EXPECT_EQ(notice_clients(many).size(), kMaxNoticeClients);

@@ -8,7 +8,7 @@
 #     address is refused by the rules; prerm stops it (and says so) before
 #     the rules go, so after it no process of the tenant is left to reach
 #     the host.
-HOSTIP=$(ip -4 -o route get 1.1.1.1 | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+HOSTIP=$(hostname -I | tr ' ' '\n' | grep -m 1 -E '^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$')
 python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((sys.argv[1], 8471)); s.listen(8); time.sleep(600)' "$HOSTIP" &
 LISTENER=$!
 connect rm "$T1" main
@@ -17,9 +17,9 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
   wait_for 3 screen_has rm RM_42 && break
 done
 shows 1 rm RM_42 "a session jail runs before dpkg -r"
-type_into rm "timeout 20 bash -c 'exec 3<>/dev/tcp/$HOSTIP/8471' 2>/dev/null && echo PROBE_OPEN || echo PROBE_SHUT_\$((6*7))"
+type_into rm "timeout 20 bash -c 'exec 3<>/dev/tcp/$HOSTIP/8471' 2>/dev/null && echo PROBE_OPEN_\$((6*7)) || echo PROBE_SHUT_\$((6*7))"
 shows 30 rm PROBE_SHUT_42 "before dpkg -r the jail's probe of the host address $HOSTIP is refused"
-check "the probe never connected" "! screen_has rm PROBE_OPEN"
+check "the probe never connected" "! screen_has rm PROBE_OPEN_42"
 check "control: the listener on $HOSTIP:8471 accepts a connection from outside the jail" \
   "timeout 5 bash -c 'exec 3<>/dev/tcp/$HOSTIP/8471'"
 systemctl stop clihost-proxy.service 2>/dev/null
