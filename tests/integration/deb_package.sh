@@ -114,6 +114,8 @@ check "helper ships 4750 root:root (only root may run it before postinst)" \
   "dpkg-deb -c '$deb' | grep -E '^-rwsr-x--- root/root .* ./usr/libexec/clihost-jail/clihost-jail$' >/dev/null"
 check "the attach stub ships 0755 root:root" \
   "dpkg-deb -c '$deb' | grep -E '^-rwxr-xr-x root/root .* ./usr/libexec/clihost-jail/clihost-jail-attach$' >/dev/null"
+check "the tmux server's OOM fork handler is shipped root's 0644 beside the stub" \
+  "dpkg-deb -c '$deb' | grep -E '^-rw-r--r-- root/root .* ./usr/libexec/clihost-jail/clihost-jail-oom.so$' >/dev/null"
 
 nft delete table inet clihost_jail >/dev/null 2>&1 || true
 check "no host-address rules before the install" "! nft list table inet clihost_jail >/dev/null 2>&1"
