@@ -8,7 +8,10 @@
 #     address is refused by the rules; prerm stops it (and says so) before
 #     the rules go, so after it no process of the tenant is left to reach
 #     the host.
-HOSTIP=$(hostname -I | tr ' ' '\n' | grep -m 1 -E '^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$')
+# A host address of the guest's own (the guest may have no network card):
+# on a dummy link, a local address as any other (the rules' fib type local).
+HOSTIP=192.0.2.71
+ip link add ctjprobe type dummy && ip addr add "$HOSTIP/32" dev ctjprobe && ip link set ctjprobe up
 python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((sys.argv[1], 8471)); s.listen(8); time.sleep(600)' "$HOSTIP" &
 LISTENER=$!
 connect rm "$T1" main
@@ -29,6 +32,7 @@ check "dpkg -r says it stops the session jail of $T1 before removal" \
 check "after dpkg -r no process of $T1 is left (nothing reaches the host)" \
   "wait_for 10 sh -c '[ \$(pgrep -u $(uid_of "$T1") | wc -l) = 0 ]'" "$(pgrep -a -u "$(uid_of "$T1")")"
 kill "$LISTENER" 2>/dev/null
+ip link del ctjprobe 2>/dev/null
 check "the helper is gone" "[ ! -e '$HELPER' ]"
 check "jail.conf and the PAM service stay (conffiles)" "[ -f '$CONF' ] && [ -f /etc/pam.d/clihost-jail ]"
 check "the sshd drop-in is gone" "[ ! -e /etc/ssh/sshd_config.d/clihost-jail.conf ]"
