@@ -10,7 +10,7 @@
 #     the host.
 # A host address of the guest's own (the guest may have no network card):
 # on a dummy link, a local address as any other (the rules' fib type local).
-HOSTIP=192.0.2.71
+HOSTIP=198.51.100.71  # never 192.0.2.0/24: the build machine's own uplink
 ip link add ctjprobe type dummy && ip addr add "$HOSTIP/32" dev ctjprobe && ip link set ctjprobe up
 python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((sys.argv[1], 8471)); s.listen(8); time.sleep(600)' "$HOSTIP" &
 LISTENER=$!
