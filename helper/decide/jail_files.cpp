@@ -126,11 +126,16 @@ std::string jail_info_json(const JailSettings& started, long long started_at, co
                                          "(clihost-jail stop): it ends everything in it, and the next "
                                          "connection starts a jail with the config file's settings"));
     std::string notes = "[]";
-    if (nested != nullptr && *nested != "true")
-        notes = "[" + json_string("nested_sandbox is false: no user namespace can be made in this jail, so a "
-                                  "tool's own sandbox fails as it starts; bubblewrap (Claude Code's "
-                                  "sandbox-runtime, Codex CLI) says \"bwrap: Creating new namespace failed: "
-                                  "No space left on device\" (ENOSPC). Only the operator can turn it on.") + "]";
+    if (nested != nullptr && *nested != "true") {
+        // Appended, not "[" + ...: GCC 12 at -O3 warns (-Wrestrict) on the
+        // operator+ of a literal and a temporary (packaging.release_build).
+        notes = "[";
+        notes.append(json_string("nested_sandbox is false: no user namespace can be made in this jail, so a "
+                                 "tool's own sandbox fails as it starts; bubblewrap (Claude Code's "
+                                 "sandbox-runtime, Codex CLI) says \"bwrap: Creating new namespace failed: "
+                                 "No space left on device\" (ENOSPC). Only the operator can turn it on."));
+        notes += "]";
+    }
     add_member(out, "notes", notes, true);
     return out + "}\n";
 }

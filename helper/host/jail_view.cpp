@@ -21,6 +21,14 @@ Error view_error(const std::string& what) {
     return Error{Exit::host, "cannot keep " + std::string(kJailViewRoot) + ": " + what + ": " + std::strerror(errno)};
 }
 
+// A write that fails (a full file system, the caller's RLIMIT_FSIZE the
+// supervisor inherited) is a runtime file that cannot be written, as the
+// supervisor's own records (runtime_state.cpp: RuntimeDir::replace_file).
+Error write_error() {
+    return Error{Exit::internal, "cannot write the session jail's jail.json in " + std::string(kJailViewRoot) + ": " +
+                                     std::strerror(errno)};
+}
+
 // The directory `name` under `at`, made with `mode` if absent, opened
 // without following a link, root's with `mode` exactly (a directory left
 // by anyone else is refused). No chown: the helper's SELinux domain has no
@@ -53,7 +61,7 @@ Status write_jail_view(uid_t uid, const std::string& text) {
     if (::fchmod(fd.get(), 0644) != 0 ||
         ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
         ::renameat(d, kInfoTmp, d, kInfoName) != 0) {
-        const Error e = view_error("write jail.json");
+        const Error e = write_error();
         ::unlinkat(d, kInfoTmp, 0);
         return e;
     }
