@@ -192,14 +192,15 @@ std::vector<std::string> render_bwrap_argv(const Plan& plan) {
     a.insert(a.end(), {"--seccomp", std::to_string(kSeccompFd)});
     // The jail's environment is exactly ours, whatever bwrap inherits.
     a.emplace_back("--clearenv");
+    // The tmux server's fork handler (kOomPreload), for the server alone:
+    // bwrap's own environment (plan.env) never has it, and the library takes
+    // it out of the server's before tmux copies that to its panes. First,
+    // so that the jail's environment still ends with TTYD_SANDBOX=true.
+    if (plan.action == JailAction::serve) a.insert(a.end(), {"--setenv", "LD_PRELOAD", std::string(kOomPreload)});
     for (const auto& kv : plan.env) {
         const auto eq = kv.find('=');
         a.insert(a.end(), {"--setenv", kv.substr(0, eq), kv.substr(eq + 1)});
     }
-    // The tmux server's fork handler (kOomPreload), for the server alone:
-    // bwrap's own environment (plan.env) never has it, and the library takes
-    // it out of the server's before tmux copies that to its panes.
-    if (plan.action == JailAction::serve) a.insert(a.end(), {"--setenv", "LD_PRELOAD", std::string(kOomPreload)});
     for (const auto& m : plan.mounts) {
         switch (m.kind) {
             case Mount::Kind::ro_bind: a.insert(a.end(), {"--ro-bind", m.source, m.dest}); break;

@@ -232,7 +232,8 @@ void check_argv(const Plan& plan, const Policy& policy, const Tenant& tenant, co
     check(std::count_if(ops.begin(), ops.end(), [](const Op& o) { return o.name == "--disable-userns"; }) ==
           (opened ? 0 : 1));
 
-    // --clearenv once, before every --setenv; the --setenv list is plan.env in order.
+    // --clearenv once, before every --setenv; the --setenv list is plan.env in
+    // order, after the tmux server's fork handler for the session jail alone.
     const auto clear = std::find_if(ops.begin(), ops.end(), [](const Op& o) { return o.name == "--clearenv"; });
     check(clear != ops.end());
     std::vector<std::string> set;
@@ -242,7 +243,10 @@ void check_argv(const Plan& plan, const Policy& policy, const Tenant& tenant, co
         check(it > clear);
         set.push_back(it->args[0] + "=" + it->args[1]);
     }
-    check(set == plan.env);
+    std::vector<std::string> want_set;
+    if (request.action == JailAction::serve) want_set.push_back("LD_PRELOAD=" + std::string(kOomPreload));
+    want_set.insert(want_set.end(), plan.env.begin(), plan.env.end());
+    check(set == want_set);
     const auto last_set = std::find_if(ops.rbegin(), ops.rend(), [](const Op& o) { return o.name == "--setenv"; });
     check(stubbed ? last_set == ops.rend()
                   : last_set != ops.rend() && last_set->args == std::vector<std::string>{"TTYD_SANDBOX", "true"});

@@ -57,9 +57,10 @@ std::vector<std::string> expected_argv(const std::vector<std::string>& proc_args
     std::vector<std::string> a{"/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc"};
     a.insert(a.end(), head.begin(), head.end());
     a.insert(a.end(), {"--seccomp", "3", "--clearenv"});
-    if (!attach) a.insert(a.end(), kEnvArgs.begin(), kEnvArgs.end());
-    // The tmux server alone preloads the OOM fork handler (plan.cpp).
+    // The tmux server alone preloads the OOM fork handler (plan.cpp), before
+    // the environment, which ends with TTYD_SANDBOX=true.
     if (command.size() == 4 && command.back() == "-D") a.insert(a.end(), {"--setenv", "LD_PRELOAD", std::string(kOomPreload)});
+    if (!attach) a.insert(a.end(), kEnvArgs.begin(), kEnvArgs.end());
     a.insert(a.end(), {"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--ro-bind", "/etc", "/etc",
                        "--dev", "/dev", "--remount-ro", "/dev", "--size", "268435456", "--tmpfs", "/dev/shm"});
     a.insert(a.end(), proc_args.begin(), proc_args.end());
@@ -389,6 +390,10 @@ TEST(Plan, OnlyTheTmuxServerPreloadsTheOomForkHandler) {
         EXPECT_EQ(at != argv.end(), a == JailAction::serve) << jail_action_name(a);
         if (at != argv.end()) {
             EXPECT_EQ(*(at + 1), kOomPreload);
+            // TTYD_SANDBOX=true is still the jail's last variable.
+            const auto last = std::find(argv.rbegin(), argv.rend(), "--setenv");
+            ASSERT_NE(last, argv.rend());
+            EXPECT_EQ(*(last - 1), "TTYD_SANDBOX");
         }
         // bwrap's own environment never has it: ld.so would load it into bwrap.
         for (const auto& kv : p.value().env) EXPECT_NE(kv.rfind("LD_", 0), 0U) << kv;
