@@ -46,6 +46,22 @@ Result<Plan> query_plan(const OwnerContext& ctx, HandoverKind kind, const std::s
 
 const char* kind_name(HandoverKind kind) { return kind == HandoverKind::list ? "list" : "kill"; }
 
+// A query jail for `plan`: stdin /dev/null, stdout a pipe whose reading
+// end goes to `out`, stderr a pipe to `*err` (or /dev/null), in its own
+// allowance (JailPlacement::query): a tenant at its tasks_max still has its
+// sessions listed and killed. Its watcher's pid.
+Result<pid_t> launch_query_jail(const OwnerContext& ctx, const Plan& plan, UniqueFd& out, UniqueFd* err) {
+    const UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    UniqueFd out_w, err_w;
+    if (!null.valid() || !query_pipe(out, out_w) || (err != nullptr && !query_pipe(*err, err_w)))
+        return fail(Exit::internal, "cannot make a query jail's pipes");
+    auto start = QueryJailStart::make(plan, Stdio{{null.get(), out_w.get(), err != nullptr ? err_w.get() : null.get()}});
+    if (!start) return start.error();
+    JailPlacement place = ctx.place;
+    place.query = true;
+    return start_jail(start.value(), TenantContext{&ctx.limits, &place});
+}
+
 // One tmux command of the supervisor's own (an OOM notice's) in a query
 // jail: its stdout (at most 64 KiB) once the jail has ended, or "" when it
 // did not end within kTenantQueryDeadlineMs (then it is killed).
@@ -54,18 +70,9 @@ std::string run_tmux_command(const OwnerContext& ctx, std::vector<std::string> c
     if (!plan) return {};
     plan.value().command = std::move(command);
     plan.value().argv = render_bwrap_argv(plan.value());
-    const UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
-    UniqueFd out, out_w;
-    if (!null.valid() || !query_pipe(out, out_w)) return {};
-    auto start = QueryJailStart::make(plan.value(), Stdio{{null.get(), out_w.get(), null.get()}});
-    if (!start) return {};
-    JailPlacement place = ctx.place;
-    place.query = true;
-    auto pid = start_jail(start.value(), TenantContext{&ctx.limits, &place});
-    out_w.reset();
-    if (!pid) return {};
     RunningQuery q;
-    q.out = std::move(out);
+    auto pid = launch_query_jail(ctx, plan.value(), q.out, nullptr);
+    if (!pid) return {};
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTenantQueryDeadlineMs);
     while (q.out.valid()) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -100,19 +107,9 @@ Result<pid_t> notify_oom(const OwnerContext& ctx, const std::string& line) {
 Result<RunningQuery> start_query(const OwnerContext& ctx, HandoverKind kind, const std::string& session) {
     auto plan = query_plan(ctx, kind, session);
     if (!plan) return plan.error();
-    const UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     RunningQuery q;
     q.kind = kind;
-    UniqueFd out_w, err_w;
-    if (!null.valid() || !query_pipe(q.out, out_w) || !query_pipe(q.err, err_w))
-        return fail(Exit::internal, "cannot make a query jail's pipes");
-    auto start = QueryJailStart::make(plan.value(), Stdio{{null.get(), out_w.get(), err_w.get()}});
-    if (!start) return start.error();
-    // Its own allowance (JailPlacement::query): a tenant at its tasks_max
-    // still has its sessions listed and killed.
-    JailPlacement place = ctx.place;
-    place.query = true;
-    auto pid = start_jail(start.value(), TenantContext{&ctx.limits, &place});
+    auto pid = launch_query_jail(ctx, plan.value(), q.out, &q.err);
     if (!pid) return pid.error();
     q.watcher = pid.value();
     q.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTenantQueryDeadlineMs);
