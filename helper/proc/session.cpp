@@ -296,6 +296,9 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
         if (ep) listener = std::move(ep).value();
         else up = ep.error();
     }
+    // The session jail's mark before the record, under the lock: a `stop`
+    // that takes the lock the moment it is released says what it stopped.
+    if (up && jail.value().watcher > 0) dir.mark_session_jail(t.uid, rec.pid, true);
     if (up) up = dir.write(rec);
     if (!up) {
         if (listener.valid()) (void)::unlinkat(dir.fd(), endpoint_name(t.uid).c_str(), 0);
