@@ -421,9 +421,13 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
 // the config override, the extra_env candidates); anyone else is refused.
 int hand_to_admin(const StartState& start, const std::vector<std::string>& args) {
     const std::string admin = kAdminPath;
-    if (start.creds.ruid != 0)
-        return refuse(fail(Exit::refused, "check and print are not run by the setuid helper: run them as root "
-                                          "(" + admin + "); the proxy keeps run, kill, stop and list"));
+    if (start.creds.ruid != 0) {
+        const Error e = fail(Exit::refused, "check and print are not run by the setuid helper: run them as root "
+                                            "(" + admin + "); the proxy keeps run, kill, stop and list");
+        // check's last line says what its exit status says, here too.
+        if (args.size() > 1 && args[1] == "check") (void)std::printf("%s\n", check_refusal_line(e).c_str());
+        return refuse(e);
+    }
     if (auto st = check_trusted_executable("the admin program", admin); !st) return refuse(st.error());
     std::vector<std::string> words{"clihost-jail-admin"};
     words.insert(words.end(), args.begin() + (args.empty() ? 0 : 1), args.end());

@@ -59,10 +59,10 @@ def test_checks_last_line_says_what_its_exit_status_says_on_every_path(host, ali
     bad_bwrap = host.config_variant({"jail": "bwrap = /nonexistent/bwrap"})
     bad_conf = host.config_variant({"jail": "no_such_key = 1"})
     with routes_closed(alice):
-        ok = host.run_as(PROXY, [host.bin, "check", "--user", alice])
+        ok = host.run_root([host.bin, "check", "--user", alice])
         problem = host.run_root([host.bin, "check", "--user", alice], config=bad_bwrap)
         os.unlink(TEST_SSHD_DROP_IN)  # sshd lets alice in: the one open route (restored after)
-        route = host.run_as(PROXY, [host.bin, "check", "--user", alice])
+        route = host.run_root([host.bin, "check", "--user", alice])
         both = host.run_root([host.bin, "check", "--user", alice], config=bad_bwrap)
     tenant = host.run_root([host.bin, "check", "--user", "root"])
     usage = host.run_root([host.bin, "check", "--bogus"])
