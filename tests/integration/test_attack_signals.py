@@ -666,7 +666,7 @@ def test_the_tenant_cannot_ptrace_the_watcher(host, alice, guard, suid_dumpable)
         # (not any process of the helper's image with the tenant's uid: a
         # slirp4netns or a /proc trial is one until its exec).
         uid = pwd.getpwnam(alice).pw_uid
-        waiting = lambda: [p for p in prepared_oneoff_jails(uid) if proc_exe(p) == host.bin]
+        waiting = lambda: [p for p in prepared_oneoff_jails(uid) if proc_exe(p) == host.supervisor_bin]
         assert wait_until(waiting, 10), watcher_of(host, alice)
         watchers = [watcher_of_sleep(host, alice), *waiting()]
         assert len(set(watchers)) == 2, watchers
