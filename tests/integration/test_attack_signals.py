@@ -98,7 +98,7 @@ def bwrap_child(pid, helper_bin):
 def sandbox_child_unarmed(host, helper):
     """bwrap has cloned its sandbox child, which has not forked yet: it is
     still setting the sandbox up, before do_init() arms --die-with-parent."""
-    outer = bwrap_child(helper, host.bin)
+    outer = bwrap_child(helper, host.supervisor_bin)
     inner = proc_children(outer) if outer else []
     return bool(inner) and os.path.exists(f"/proc/{inner[0]}") and proc_children(inner[0]) == []
 
