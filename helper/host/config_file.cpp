@@ -25,7 +25,13 @@ std::string digest_of(const std::string& text) {
 Result<LoadedPolicy> load_policy(const std::string& path, bool explicit_path) {
     auto file = open_trusted(path, explicit_path ? Trust::must_exist : Trust::missing_ok);
     if (!file) return fail(Exit::host, "config " + file.error().message);
-    if (!file.value().fd.valid()) return LoadedPolicy{Policy{}, path, false};
+    if (!file.value().fd.valid()) {
+        // Built field by field: GCC 12 at -O3 took the aggregate's Policy{}
+        // temporary for maybe-uninitialized (release_build's -Werror).
+        LoadedPolicy defaults;
+        defaults.path = path;
+        return defaults;
+    }
     auto text = read_bounded(file.value().fd.get(), kMaxConfigBytes, "config " + path);
     if (!text) return text.error();
     auto policy = parse_config(text.value());
