@@ -35,7 +35,9 @@ cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PR
 cmake --build "$build" -j"$(nproc)" >/dev/null
 cmake --install "$build" >/dev/null
 helper=/usr/libexec/clihost-jail/clihost-jail
-ls -l "$helper"
+# The three programs: the setuid front, the supervisor (root's 0700) and
+# the admin program (check, print; root only).
+ls -l "$helper" "${helper}-supervisor" "${helper}-admin"
 
 echo "== network = isolated: the network group and the host-address rules"
 getent group clihost-jail-net >/dev/null || groupadd --system clihost-jail-net

@@ -55,7 +55,9 @@ build=${BUILD_DIR:-$top/build/ci}
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_WERROR=ON \
   -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-test/jail.conf \
   -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-test \
-  -DCLIHOST_JAIL_ATTACH_STUB=/usr/local/libexec/clihost-jail-test/clihost-jail-attach >/dev/null
+  -DCLIHOST_JAIL_ATTACH_STUB=/usr/local/libexec/clihost-jail-test/clihost-jail-attach \
+  -DCLIHOST_JAIL_SUPERVISOR=/usr/local/libexec/clihost-jail-test/clihost-jail-supervisor \
+  -DCLIHOST_JAIL_ADMIN=/usr/local/libexec/clihost-jail-test/clihost-jail-admin >/dev/null
 cmake --build "$build" -j"$(nproc)"
 
 # Each label's share in seconds on the project's machine (2 cores): their

@@ -8,8 +8,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${SANITIZE_BUILD_DIR:-/tmp/clihost-jail-asan-build}
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCLIHOST_JAIL_SANITIZE=ON -DCLIHOST_JAIL_WERROR=ON \
   -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-test/jail.conf -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-test \
-  -DCLIHOST_JAIL_ATTACH_STUB=/usr/local/libexec/clihost-jail-test/clihost-jail-attach >/dev/null
-cmake --build "$build" -j"$(nproc)" --target unit_tests clihost-jail clihost-jail-faults clihost-jail-attach >/dev/null
+  -DCLIHOST_JAIL_ATTACH_STUB=/usr/local/libexec/clihost-jail-test/clihost-jail-attach \
+  -DCLIHOST_JAIL_SUPERVISOR=/usr/local/libexec/clihost-jail-test/clihost-jail-supervisor \
+  -DCLIHOST_JAIL_ADMIN=/usr/local/libexec/clihost-jail-test/clihost-jail-admin >/dev/null
+cmake --build "$build" -j"$(nproc)" --target unit_tests clihost-jail clihost-jail-faults clihost-jail-attach \
+  clihost-jail-supervisor clihost-jail-admin clihost-jail-supervisor-faults clihost-jail-admin-faults >/dev/null
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 "$build/tests/unit_tests" --gtest_brief=1
@@ -17,6 +20,9 @@ cd "$top/tests/integration"
 export CLIHOST_JAIL_BUILD_BIN="$build/clihost-jail" CLIHOST_JAIL_FAULTS_BIN="$build/tests/clihost-jail-faults"
 export CLIHOST_JAIL_STUB_BIN="$build/clihost-jail-attach"
 export CLIHOST_JAIL_TEST_ATTACH_STUB=/usr/local/libexec/clihost-jail-test/clihost-jail-attach
+export CLIHOST_JAIL_SUPERVISOR_BIN="$build/clihost-jail-supervisor" CLIHOST_JAIL_ADMIN_BIN="$build/clihost-jail-admin"
+export CLIHOST_JAIL_TEST_SUPERVISOR=/usr/local/libexec/clihost-jail-test/clihost-jail-supervisor
+export CLIHOST_JAIL_TEST_ADMIN=/usr/local/libexec/clihost-jail-test/clihost-jail-admin
 export CLIHOST_JAIL_TEST_CONFIG=/etc/clihost-jail-test/jail.conf CLIHOST_JAIL_TEST_RUNTIME_DIR=/run/clihost-jail-test
 # The owner-model races run 20 rounds each in the plain build (integration
 # label); here they look for memory errors in the same paths: 2 rounds of

@@ -6,16 +6,21 @@
 
 namespace clihost::fault {
 namespace {
-std::string& armed() {
-    static std::string steps;
-    return steps;
+std::string& steps() {
+    static std::string armed_steps;
+    return armed_steps;
 }
 }  // namespace
 
-void arm(std::string steps) { armed() = "," + std::move(steps) + ","; }
+void arm(std::string list) { steps() = "," + std::move(list) + ","; }
+
+std::string armed() {
+    const std::string& s = steps();
+    return s.size() > 2 ? s.substr(1, s.size() - 2) : std::string();
+}
 
 bool fail(std::string_view step) {
-    if (armed().find("," + std::string(step) + ",") == std::string::npos) return false;
+    if (steps().find("," + std::string(step) + ",") == std::string::npos) return false;
     errno = EPERM;
     return true;
 }

@@ -12,8 +12,10 @@ namespace clihost::fault {
 #ifdef CLIHOST_JAIL_FAULT_INJECTION
 void arm(std::string steps);      // comma-separated step names
 bool fail(std::string_view step); // sets errno to EPERM when it fires
+std::string armed();              // the steps armed, as given to arm() (passed on to the supervisor)
 #else
 inline void arm(const std::string&) {}
+inline std::string armed() { return {}; }
 constexpr bool fail(std::string_view) { return false; }
 #endif
 

@@ -16,6 +16,14 @@ bool is_valid_account_name(std::string_view name) {
     });
 }
 
+bool is_well_formed_env_value(std::string_view value) {
+    if (value.empty() || value.size() > 128) return false;
+    return std::all_of(value.begin(), value.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+               c == '_' || c == '-' || c == '@' || c == '+' || c == ':' || c == ',' || c == '=';
+    });
+}
+
 bool is_valid_env_name(std::string_view name) {
     if (name.empty() || name.size() > 64 || (name.front() >= '0' && name.front() <= '9')) return false;
     // cppcheck-suppress invalidLifetime ; cppcheck 2.10 false positive: the caller keeps "name"'s string alive

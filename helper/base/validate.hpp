@@ -24,6 +24,11 @@ bool is_valid_env_name(std::string_view name);
 // no control characters, at most 1024 bytes. "/" itself is clean.
 bool is_clean_absolute_path(std::string_view path);
 
+// extra_env values (decide/plan.cpp's environment, the front's request) must look like a terminal type or locale: no '/', no
+// spaces, no control characters (a TERM or LANG with '/' is a path
+// traversal into terminfo or locale files).
+bool is_well_formed_env_value(std::string_view value);
+
 // Names the jail sets itself or that change how programs load code: never
 // passed through from the caller, whatever extra_env says.
 bool is_reserved_env_name(std::string_view name);

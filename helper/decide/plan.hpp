@@ -172,11 +172,6 @@ inline constexpr std::string_view kQueryWord{"query\0", 6};
 inline constexpr std::size_t kMaxStubAnswer = 16;
 std::string query_words(const Plan& plan);
 
-// extra_env values must look like a terminal type or locale: no '/', no
-// spaces, no control characters (a TERM or LANG with '/' is a path
-// traversal into terminfo or locale files).
-bool is_well_formed_env_value(std::string_view value);
-
 // The shell tmux starts in the jail: [jail] shell if set, else the login shell.
 std::string jail_shell(const Policy& policy, const Account& tenant);
 

@@ -6,8 +6,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "base/validate.hpp"  // is_valid_session_name
-#include "decide/plan.hpp"     // is_well_formed_env_value
+#include "base/validate.hpp"  // is_valid_session_name, is_well_formed_env_value
 
 namespace clihost {
 namespace {

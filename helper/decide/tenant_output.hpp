@@ -125,6 +125,10 @@ int attach_client_status(int client_status);
 // status (0, kClientFailedStatus, 128 + N) or `no_server`; anything else is
 // kClientFailedStatus too.
 int attach_watcher_status(int watcher_status, int no_server);
+// The attach jail's status when its watcher found no tmux server on the
+// tenant's socket and started nothing (the session jail is ending): an exit
+// status no tmux client returns (it exits 0 or 1).
+inline constexpr int kNoServerStatus = 75;
 
 // --- the refusal delay --------------------------------------------------------
 

@@ -12,6 +12,10 @@ struct LoadedPolicy {
     Policy policy;
     std::string path;
     bool from_file{false};  // false: the file is absent and built-in defaults apply
+    // The file's bytes, hashed (FNV-1a, 16 hex digits; "absent"): the
+    // supervisor program, which reads the file again, compares it with the
+    // front's, so that a change while a request waited is refused.
+    std::string digest{"absent"};
 };
 
 // explicit_path: the path came from CLIHOST_JAIL_CONFIG; then it must exist.

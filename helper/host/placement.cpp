@@ -19,17 +19,6 @@ namespace {
 
 constexpr std::size_t kMaxMeminfo = 1 << 20;
 
-// Where systemd is PID 1 and the tenant's scope exists (its supervisor
-// runs), the scope's cgroup; else none.
-std::optional<std::string> live_scope(const CgroupHost& host, uid_t uid) {
-    if (!systemd_booted() || host.hierarchies.empty()) return std::nullopt;
-    const std::string rel = tenant_scope_cgroup(uid);
-    struct stat st{};
-    for (const auto& h : host.hierarchies)
-        if (::stat((h.mount + "/" + rel + "/jails").c_str(), &st) == 0) return rel;
-    return std::nullopt;
-}
-
 // v1, after systemd started a scope with this process at REL: waits until
 // systemd has moved it there in each managed controller's hierarchy that
 // has REL (the ones it realized the scope in). It moves a scope's process
@@ -54,12 +43,6 @@ Result<TenantCgroup> setup_tenant_cgroup(const Limits& limits, uid_t uid) {
     const CgroupHost host = detect_cgroups("/sys/fs/cgroup", true);
     if (auto scope = live_scope(host, uid)) return TenantCgroup::setup_at(host, limits, *scope, meminfo.value());
     return TenantCgroup::setup(host, limits, uid, meminfo.value());
-}
-
-TenantCgroup open_tenant_cgroup(const Limits& limits, uid_t uid) {
-    const CgroupHost host = detect_cgroups("/sys/fs/cgroup", true);
-    if (auto scope = live_scope(host, uid)) return TenantCgroup::open_at(host, *scope);
-    return TenantCgroup::open(host, limits.cgroup_parent, uid);
 }
 
 Result<TenantCgroup> place_supervisor(const Limits& limits, uid_t uid) {

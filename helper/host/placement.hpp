@@ -6,6 +6,9 @@
 
 #include <sys/types.h>
 
+#include <optional>
+#include <string>
+
 #include "base/result.hpp"
 #include "decide/limits.hpp"
 #include "host/cgroup.hpp"
@@ -15,6 +18,9 @@ namespace clihost {
 // The tenant's cgroup on this host (/sys/fs/cgroup, /proc/meminfo): set
 // up for a start, or the existing one. Where systemd is PID 1 and the
 // tenant's scope exists, the scope's (systemd_scope.hpp).
+// Where systemd is PID 1 and the tenant's scope exists (its supervisor
+// runs), the scope's cgroup, relative to each hierarchy; else none.
+std::optional<std::string> live_scope(const CgroupHost& host, uid_t uid);
 Result<TenantCgroup> setup_tenant_cgroup(const Limits& limits, uid_t uid);
 TenantCgroup open_tenant_cgroup(const Limits& limits, uid_t uid);
 // The supervisor's placement, before it starts anything: where systemd is

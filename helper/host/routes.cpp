@@ -559,13 +559,4 @@ std::vector<std::string> report_for_check(const Policy& policy, const Account* t
     return open;
 }
 
-Status check_jail_shell(const Policy& policy) {
-    if (policy.shell.empty()) return ok_status();
-    auto f = open_trusted(policy.shell, Trust::must_exist);
-    if (!f) return fail(Exit::host, "[jail] shell " + f.error().message);
-    if ((f.value().st.st_mode & S_IXOTH) == 0)
-        return fail(Exit::host, "[jail] shell " + policy.shell + " is not executable by others");
-    return ok_status();
-}
-
 }  // namespace clihost::routes

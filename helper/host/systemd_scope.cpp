@@ -187,10 +187,6 @@ bool wait_until_in(Where where, const std::string& want, std::string& now) {
 
 }  // namespace
 
-bool systemd_booted() {
-    struct stat st{};
-    return ::lstat("/run/systemd/system", &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 Status enter_scope(const std::string& name, const std::string& cgroup, const std::vector<UnitProperty>& props,
                    const std::string& what, const std::string& who) {

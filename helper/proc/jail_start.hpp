@@ -170,10 +170,8 @@ struct WaitingOneOff {
 };
 Result<WaitingOneOff> start_oneoff_jail(const Plan& plan, const TenantContext& tenant);
 
-// The attach jail's status when its watcher found no tmux server on the
-// tenant's socket and started nothing (the session jail is ending): an exit
-// status no tmux client returns (it exits 0 or 1).
-inline constexpr int kNoServerStatus = 75;
+// kNoServerStatus (tenant_output.hpp): the attach jail's status when its
+// watcher found no tmux server and started nothing.
 // A waiting jail's status when it ended before its connection came (its
 // bwrap failed, or its supervisor ended it): nothing was handed to it.
 inline constexpr int kNoConnectionStatus = 76;

@@ -31,6 +31,8 @@
 #include <optional>
 
 #include "base/fault.hpp"
+#include "proc/clean_state.hpp"
+#include "decide/proc_decision.hpp"
 #include "proc/jail_start.hpp"
 #include "proc/supervise.hpp"
 #include "host/placement.hpp"
@@ -55,7 +57,6 @@ constexpr int kStartSeconds = 20;
 constexpr int kStopSeconds = 10;
 constexpr int kPlaceSeconds = 10;  // place_lock_holder: systemd's call (5 s), then its move (5 s)
 constexpr int kStartBoundSeconds = 60;  // a supervisor's start, to its record (each step has its own, shorter)
-constexpr int kStopFailed = 100;  // stop_as_root's exit status when it reported a failure
 
 // Waits until the process behind `pidfd` has exited (pidfds poll readable).
 bool wait_pidfd(int pidfd, int seconds) {
@@ -75,16 +76,6 @@ bool signal_pidfd(int pidfd, int sig) {
     return ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0;
 }
 
-// Fds 0-2 on /dev/null: no caller's terminal or pipe is held open by a
-// session jail (a proxy waiting for EOF, or ttyd's pty, would never see it).
-bool detach_stdio() {
-    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null < 0) return false;
-    for (int fd = 0; fd <= 2; ++fd)
-        if (::dup2(null, fd) != fd) return false;
-    return ::close(null) == 0;
-}
-
 // The limits in the start's audit line: configured, applied, and what
 // this host does not enforce.
 std::string limits_line(const Limits& l, const TenantCgroup& cg) {
@@ -92,72 +83,6 @@ std::string limits_line(const Limits& l, const TenantCgroup& cg) {
     out += cg.placed() ? ", cgroup " + cg.path() : ", no cgroup";
     for (const auto& w : cg.warnings()) out += "; warning: " + w;
     return out;
-}
-
-// The supervisor's own limits: root's own, PID 1's (never the caller's,
-// never the tenant's), with no core dump (it holds PAM's data).
-Rlimits baseline_rlimits() {
-    Rlimits r;
-    for (int i = 0; i < RLIM_NLIMITS; ++i)
-        if (::prlimit(1, static_cast<__rlimit_resource>(i), nullptr, &r.lim[static_cast<std::size_t>(i)]) != 0)
-            r.ok = false;
-    r.lim[static_cast<std::size_t>(RLIMIT_CORE)] = {0, 0};
-    return r;
-}
-
-// A clean process: root through and through (real, effective, saved ids 0,
-// no supplementary groups: the caller that started it can no longer signal
-// it), nothing of the caller's (fds, env, cwd, umask, signal dispositions,
-// limits, scheduling, keyring). KEYCTL_JOIN_SESSION_KEYRING with no name: a fresh,
-// anonymous session keyring, whatever pam_keyinit (optional) does later.
-Status clean_state(int keep_fd) {
-    if (::setresgid(0, 0, 0) != 0 || ::setgroups(0, nullptr) != 0 || ::setresuid(0, 0, 0) != 0)
-        return fail(Exit::internal, "cannot become root through and through");
-    // A change of ids resets the dumpable flag to fs.suid_dumpable (2 dumps
-    // root's memory, PAM's data with it, through a core pipe): off again.
-    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return fail(Exit::internal, "cannot make the supervisor undumpable");
-    if (::chdir("/") != 0) return fail(Exit::internal, "cannot change directory to /");
-    ::umask(022);
-    if (!detach_stdio() || ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) != 0)
-        return fail(Exit::internal, "cannot detach the supervisor");
-    // Every descriptor but stdio and the start-up report. syslog(3)'s
-    // socket first, through closelog: glibc would otherwise later send to,
-    // and close, whatever reuses its number (the start-up report, seen).
-    ::closelog();
-    if (keep_fd != 3 && (::dup2(keep_fd, 3) != 3 || ::close(keep_fd) != 0))
-        return fail(Exit::internal, "cannot keep the start-up report");
-    if (::syscall(SYS_close_range, 4U, ~0U, 0U) != 0) return fail(Exit::internal, "cannot close the caller's descriptors");
-    ::openlog("clihost-jail", LOG_PID, LOG_AUTHPRIV);
-    if (::clearenv() != 0) return fail(Exit::internal, "cannot clear the environment");
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig)
-        if (sig != SIGKILL && sig != SIGSTOP) (void)::sigaction(sig, &dfl, nullptr);
-    struct sigaction ign {};
-    ign.sa_handler = SIG_IGN;
-    if (::sigaction(SIGPIPE, &ign, nullptr) != 0) return fail(Exit::internal, "cannot ignore SIGPIPE");
-    // A caller's RLIMIT_FSIZE that this host lets nobody raise (no
-    // CAP_SYS_RESOURCE): a write fails with EFBIG (and the start fails
-    // closed, with its report) instead of killing the supervisor unheard.
-    if (::sigaction(SIGXFSZ, &ign, nullptr) != 0) return fail(Exit::internal, "cannot ignore SIGXFSZ");
-    sigset_t none;
-    sigemptyset(&none);
-    if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) return fail(Exit::internal, "sigprocmask failed");
-    if (!apply_rlimits(baseline_rlimits())) return fail(Exit::internal, "cannot set the supervisor's limits");
-    // The caller's nice value, policy, affinity, I/O priority, timer slack
-    // and oom_score_adj: the defaults, PID 1's CPUs (a host that gives root
-    // no CAP_SYS_NICE keeps what it cannot reset: said).
-    for (const auto& left : reset_scheduling())
-        log::audit("warn", "the caller's " + left + " could not be reset");
-    // ENOSYS: a kernel without keyrings. EPERM: a seccomp filter denies
-    // keyctl (Docker's default profile); filters are inherited and cannot
-    // be lifted, so it denies every process started from here too, and no
-    // process of the tenant can reach a keyring of the caller's. (A caller
-    // cannot install such a filter over a setuid helper: without
-    // no_new_privs it may not, and with it the setuid bit gives no root.)
-    if (::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS && errno != EPERM)
-        return fail(Exit::host, std::string("cannot join a fresh session keyring: ") + std::strerror(errno));
-    return ok_status();
 }
 
 // The supervisor's endpoint: RUNTIME/UID.sock, a SOCK_SEQPACKET listener
@@ -411,6 +336,9 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
         if (ep) listener = std::move(ep).value();
         else up = ep.error();
     }
+    // The session jail's mark before the record, under the lock: a `stop`
+    // that takes the lock the moment it is released says what it stopped.
+    if (up && jail.value().watcher > 0) dir.mark_session_jail(t.uid, rec.pid, true);
     if (up) up = dir.write(rec);
     if (!up) {
         if (listener.valid()) (void)::unlinkat(dir.fd(), endpoint_name(t.uid).c_str(), 0);
@@ -484,141 +412,70 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     return 0;
 }
 
-// A child of the front that may take tenant `uid`'s lock (the starter,
-// stop's): root through and through (clean_state: the caller can no longer
-// signal, stop or trace it), in a session of its own (no terminal's signal
-// reaches it) and out of the caller's cgroups (place_lock_holder: a caller
-// that owns one cannot freeze it) before `body` runs, so that no process a
-// caller can stop ever holds the lock. `body` reports on `report_fd` (3)
-// and exits.
-// The front waits `seconds` for the report; a child that reported is root
-// and ends at once, and its wait status is returned; one that did not may
-// have been stopped by the caller before it became root: not waited for
-// (init reaps it once the front is gone).
-Result<int> run_root_child(uid_t uid, const Limits& limits, int seconds, const std::string& what, const char* verb,
-                           const std::function<void(int report_fd)>& body) {
-    int report[2];
-    if (::pipe2(report, O_CLOEXEC) != 0) return fail(Exit::internal, "pipe failed");
-    const pid_t child = ::fork();
-    if (child == 0) {
-        [&]() noexcept {
-            try {
-                if (auto st = clean_state(report[1]); !st) {
-                    write_report(report[1], st.error());
-                    ::_exit(static_cast<int>(st.error().code));
-                }
-                if (::setsid() < 0) {
-                    write_report(3, fail(Exit::internal, "setsid failed"));
-                    ::_exit(static_cast<int>(Exit::internal));
-                }
-                if (auto st = place_lock_holder(limits, uid); !st) {
-                    write_report(3, fail(st.error().code, "cannot leave the caller's cgroup: " + st.error().message));
-                    ::_exit(static_cast<int>(st.error().code));
-                }
-                body(3);
-            } catch (...) {
-            }
-        }();
-        ::_exit(static_cast<int>(Exit::internal));
-    }
-    ::close(report[1]);
-    if (child < 0) {
-        ::close(report[0]);
-        return fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno));
-    }
-    const Status up = read_report(report[0], seconds, what, verb);
-    ::close(report[0]);
-    int status = 0;
-    while (::waitpid(child, &status, up ? 0 : WNOHANG) < 0 && errno == EINTR) {}
-    if (!up) return up.error();
-    return status;
+// The policy the supervisor acts on: the file read again (the front's
+// path: root's CLIHOST_JAIL_CONFIG, or the built-in one).
+Result<LoadedPolicy> reload_policy(const SupervisorArgs& a) {
+    return load_policy(a.config.value_or(CLIHOST_JAIL_CONFIG_PATH), a.config.has_value());
 }
 
-// The starter's body (run_root_child): the tenant's lock; under it, a
-// supervisor that started meanwhile is used; else the front's policy and
-// tenant are checked against the file and the account database as they are
-// now, and the supervisor is forked (it keeps the lock until its record is
-// written; it is nobody's child but init's, or a subreaper's, and no
-// session leader: it can never acquire a terminal).
-[[noreturn]] void start_supervisor(const SessionStart& s, int report_fd) {
-    auto refuse = [&](const Error& e) {
-        log::audit(e.code == Exit::refused ? "deny" : "fail", "supervisor not started: " + e.message);
-        write_report(report_fd, e);
-        ::_exit(static_cast<int>(e.code));
-    };
-    auto dir = RuntimeDir::open();
-    if (!dir) refuse(dir.error());
-    auto lock = dir.value().lock_tenant(s.tenant.account.uid, kLockSeconds);
-    if (!lock) refuse(lock.error());
-    if (auto r = dir.value().read(s.tenant.account.uid); r && record_is_live(*r)) {
-        write_report(report_fd, ok_status());
-        ::_exit(0);
-    }
-    auto now = load_policy(s.config_path, s.config_explicit);
-    if (!now) refuse(now.error());
-    if (!(now.value().policy == s.policy))
-        refuse(fail(Exit::host, "the configuration changed while this request waited: connect again"));
-    if (auto st = tenant_still_valid(s); !st) refuse(st.error());
-    const pid_t self = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) refuse(fail(Exit::internal, std::string("fork failed: ") + std::strerror(errno)));
-    ::_exit(pid == 0 ? serve_session(s, report_fd, std::move(lock).value(), self) : 0);
+// The tenant the front validated, validated again here by name (the
+// account database and the file as they are now) and by uid.
+Result<Tenant> revalidate_tenant(const Policy& policy, const SupervisorArgs& a) {
+    auto t = validate_tenant(policy, a.tenant, SystemAccountDb{}, inspect_home);
+    if (!t) return t.error();
+    if (t.value().account.uid != a.uid)
+        return fail(Exit::refused, "tenant " + a.tenant + " refused: its uid changed while this request waited");
+    return t;
+}
+
+// The first caller's extra_env candidates that this policy passes.
+CallerEnv allowed_env(const Policy& policy, const CallerEnv& given) {
+    CallerEnv out;
+    for (const auto& [name, value] : given)
+        if (std::find(policy.extra_env.begin(), policy.extra_env.end(), name) != policy.extra_env.end() &&
+            is_well_formed_env_value(value))
+            out.emplace(name, value);
+    return out;
 }
 
 }  // namespace
 
-Result<SupervisorRecord> ensure_session_jail(const SessionStart& s) {
-    const uid_t uid = s.tenant.account.uid;
+// clihost-jail-supervisor start (exec'd by the front's starter after its
+// double fork; report on fd 3): out of the caller's cgroups, the tenant's
+// lock; under it, a supervisor that started meanwhile is used; else the
+// file, read again, must be the one the front checked against, the tenant
+// is validated again, and this process becomes the supervisor (it keeps
+// the lock until its record is written; it is nobody's child but init's,
+// or a subreaper's, and no session leader: it can never get a terminal).
+int supervisor_start(const SupervisorArgs& a, pid_t starter) {
+    auto refuse = [&](const Error& e) {
+        log::audit(e.code == Exit::refused ? "deny" : "fail", "supervisor not started: " + e.message);
+        write_report(3, e);
+        return static_cast<int>(e.code);
+    };
+    auto now = reload_policy(a);
+    if (!now) return refuse(now.error());
+    const Policy& policy = now.value().policy;
+    if (auto st = place_lock_holder(policy.limits, a.uid); !st)
+        return refuse(fail(st.error().code, "cannot leave the caller's cgroup: " + st.error().message));
     auto dir = RuntimeDir::open();
-    if (!dir) return dir.error();
-    // A live supervisor, without the lock: its record is replaced whole (a
-    // rename), and the handover verifies it again (connect_endpoint).
-    if (auto r = dir.value().read(uid); r && record_is_live(*r)) return *r;
-    // The holder's placement, the lock's wait, then the supervisor's start,
-    // each bounded.
-    auto started = run_root_child(uid, s.policy.limits, kPlaceSeconds + kLockSeconds + kStartSeconds + 5,
-                                  "the session jail", "start", [&](int report_fd) { start_supervisor(s, report_fd); });
-    if (!started) return started.error();
-    auto r = dir.value().read(uid);
-    if (!r || !record_is_live(*r)) return fail(Exit::internal, "the session jail started but is gone");
-    return *r;
-}
-
-std::optional<SupervisorRecord> find_session_jail(uid_t uid) {
-    auto dir = RuntimeDir::open();
-    if (!dir) return std::nullopt;
-    auto r = dir.value().read(uid);
-    if (!r || !record_is_live(*r)) return std::nullopt;
-    return r;
-}
-
-bool session_jail_ended(const SupervisorRecord& r, int millis) {
-    const UniqueFd pidfd = open_supervisor(r);
-    if (!pidfd.valid()) return true;
-    pollfd p{pidfd.get(), POLLIN, 0};
-    int n;
-    while ((n = ::poll(&p, 1, millis)) < 0 && errno == EINTR) {}
-    return n == 1;
-}
-
-std::optional<JailSettings> session_jail_settings(const SupervisorRecord& r) {
-    auto dir = RuntimeDir::open();
-    if (!dir) return std::nullopt;
-    return dir.value().read_settings(r);
-}
-
-bool session_network_lost(const SupervisorRecord& r) {
-    auto dir = RuntimeDir::open();
-    return dir && dir.value().network_lost(r);
-}
-
-std::vector<SupervisorRecord> live_session_jails() {
-    std::vector<SupervisorRecord> out;
-    auto dir = RuntimeDir::open();
-    if (!dir) return out;
-    for (auto& r : dir.value().all())
-        if (record_is_live(r)) out.push_back(std::move(r));
-    return out;
+    if (!dir) return refuse(dir.error());
+    auto lock = dir.value().lock_tenant(a.uid, kLockSeconds);
+    if (!lock) return refuse(lock.error());
+    if (auto r = dir.value().read(a.uid); r && record_is_live(*r)) {
+        write_report(3, ok_status());
+        return 0;
+    }
+    if (now.value().digest != a.config_digest)
+        return refuse(fail(Exit::host, "the configuration changed while this request waited: connect again"));
+    auto tenant = revalidate_tenant(policy, a);
+    if (!tenant) return refuse(tenant.error());
+    const TenantCreds who = creds_of(tenant.value());
+    const HostProbe probe = probe_host(policy.ro_bind, who.uid, who.gid, proc_needs_host_trial(policy.proc));
+    const CallerEnv env = allowed_env(policy, a.caller_env);
+    const SessionStart s{policy, tenant.value(), probe, env, a.caller, a.session_jail,
+                         a.config.value_or(CLIHOST_JAIL_CONFIG_PATH), a.config.has_value()};
+    return serve_session(s, 3, std::move(lock).value(), starter);
 }
 
 namespace {
@@ -678,35 +535,24 @@ Result<Stopped> stop_locked(uid_t uid, const Limits& limits) {
     return was_running.value();
 }
 
-// The stop's body (run_root_child, as the starter's: the caller can stop
-// its front at any step, never this). Reports, then exits with what it
-// stopped (a Stopped).
-[[noreturn]] void stop_as_root(uid_t uid, const Limits& limits, int report_fd) {
-    const Result<Stopped> stopped = stop_locked(uid, limits);
-    // The audit line is this process's: the front may be gone by now.
-    if (stopped) log::audit("allow", stopped_text(stopped.value()));
-    write_report(report_fd, stopped ? ok_status() : Status(stopped.error()));
-    ::_exit(stopped ? static_cast<int>(stopped.value()) : kStopFailed);
-}
-
 }  // namespace
 
-std::string stopped_text(Stopped what) {
-    return what == Stopped::session_jail      ? "session jail stopped"
-           : what == Stopped::supervisor_only ? "supervisor stopped (no session jail)"
-                                              : "no session jail was running";
-}
-
-Result<Stopped> stop_session_jail(uid_t uid, const Limits& limits) {
-    // The holder's placement, the lock's wait, the supervisor's end (SIGKILL
-    // after kStopSeconds), then what is left in the jails: each bounded.
-    auto ended = run_root_child(uid, limits, kPlaceSeconds + kLockSeconds + kStopSeconds + 15, "the stop", "end",
-                                [&](int report_fd) { stop_as_root(uid, limits, report_fd); });
-    if (!ended) return ended.error();
-    const int st = ended.value();
-    if (!WIFEXITED(st) || WEXITSTATUS(st) > static_cast<int>(Stopped::supervisor_only))
-        return fail(Exit::internal, "the stop ended without saying what it stopped");
-    return static_cast<Stopped>(WEXITSTATUS(st));
+// clihost-jail-supervisor stop (exec'd by the front's starter; the caller
+// can stop its front at any step, never this): out of the caller's
+// cgroups, then the stop under the tenant's lock. Reports on fd 3, then
+// returns what it stopped (a Stopped), or kStopFailed.
+int supervisor_stop(const SupervisorArgs& a) {
+    auto now = reload_policy(a);
+    Result<Stopped> stopped = now ? Result<Stopped>(Stopped::none) : Result<Stopped>(now.error());
+    if (now)
+        if (auto st = place_lock_holder(now.value().policy.limits, a.uid); !st)
+            stopped = fail(st.error().code, "cannot leave the caller's cgroup: " + st.error().message);
+    if (stopped) stopped = stop_locked(a.uid, now.value().policy.limits);
+    // The audit line is this process's: the front may be gone by now.
+    if (stopped) log::audit("allow", stopped_text(stopped.value()));
+    else log::audit("fail", stopped.error().message);
+    write_report(3, stopped ? ok_status() : Status(stopped.error()));
+    return stopped ? static_cast<int>(stopped.value()) : kStopFailed;
 }
 
 }  // namespace clihost

@@ -24,7 +24,7 @@
 #include "decide/proc_decision.hpp"
 #include "host/routes.hpp"
 #include "host/runtime_state.hpp"
-#include "proc/session.hpp"
+#include "proc/starter.hpp"
 #include "host/trusted_path.hpp"
 #include "version.hpp"
 
@@ -157,7 +157,7 @@ CheckVerdict check_verdict(const std::vector<std::string>& problems, const std::
     return {static_cast<int>(Exit::host), "result: refused: " + why};
 }
 
-std::string check_refusal_line(const Error& e) { return "result: refused: " + e.message; }
+
 
 int do_check(const Prepared& p, const StartState& start) {
     const Policy& policy = p.policy();

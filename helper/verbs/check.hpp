@@ -39,7 +39,7 @@ CheckVerdict check_verdict(const std::vector<std::string>& problems, const std::
 // The last line of a check refused before its report (bad tenant, config):
 // "result: refused: " and the refusal's message (its exit status is the
 // refusal's).
-std::string check_refusal_line(const Error& e);
+inline std::string check_refusal_line(const Error& e) { return "result: refused: " + e.message; }
 
 // Prints the report; exit 0 only if a jail can start, every route around
 // the jail is closed and audit lines reach a syslog daemon, 3 otherwise.

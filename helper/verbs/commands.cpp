@@ -6,7 +6,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <optional>
 
@@ -18,16 +20,14 @@
 #include "host/container_check.hpp"
 #include "base/fault.hpp"
 #include "proc/front.hpp"
-#include "proc/capture.hpp"
-#include "proc/jail_start.hpp"
 #include "base/log.hpp"
-#include "proc/net.hpp"
+#include "base/validate.hpp"
 #include "decide/plan.hpp"
 #include "proc/probe.hpp"
 #include "decide/proc_decision.hpp"
 #include "host/routes.hpp"
 #include "host/runtime_state.hpp"
-#include "proc/session.hpp"
+#include "proc/starter.hpp"
 #include "decide/tenant_output.hpp"
 #include "host/trusted_path.hpp"
 #include "base/unique_fd.hpp"
@@ -171,77 +171,6 @@ Result<uid_t> tenant_uid(const Policy& policy, const std::string& name, const Ac
     return fail(Exit::refused, "tenant " + name + " refused: not a tenant, and no session jail of its runs");
 }
 
-std::string render(const Plan& plan) {
-    // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict on
-    // `"literal" + std::string&&` (GCC bug 105329).
-    std::string out = "env -i";
-    for (const auto& e : plan.env) out.append(" ").append(shell_quote(e));
-    for (const auto& a : plan.argv) out.append(" ").append(shell_quote(a));
-    return out.append("\n");
-}
-
-int do_print(const Prepared& p, const CommandLine& cl, const StartState& start) {
-    // run plans two jails (the session jail, started if absent, and this
-    // connection's attach jail); run -- COMMAND plans one.
-    std::vector<Request> reqs;
-    if (cl.command.empty()) reqs = {{JailAction::serve, "", {}}, {JailAction::attach, *cl.session, {}}};
-    else reqs = {{JailAction::command, *cl.session, cl.command}};
-    std::string out;
-    for (const auto& req : reqs) {
-        auto plan = build_plan(p.policy(), *p.tenant, req, p.probe, start.caller_env, {});
-        if (!plan) return refuse(plan.error());
-        const Plan& pl = plan.value();
-        // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict on
-        // `"literal" + std::string&&` (GCC bug 105329), which broke Release builds.
-        out.append("# clihost-jail plan: ").append(jail_action_name(req.action)).append(" jail, tenant ");
-        out.append(p.tenant->account.name).append(", session ").append(*cl.session);
-        out.append(", /proc ").append(pl.proc_source);
-        if (pl.trial_in_child) out.append(" (a fresh procfs, proven before exec)");
-        if (!p.policy().pam_session) out.append(", no PAM session");
-        else if (req.action == JailAction::attach) out.append(", PAM account check ").append(p.policy().pam_service);
-        else out.append(", PAM session ").append(p.policy().pam_service).append(" (its pam_env variables are added at launch)");
-        out.append(", nested sandbox ").append(pl.nested_sandbox ? "allowed" : "not allowed");
-        out.append(", network ").append(jail_net_name(pl.net)).append("\n");
-        if (req.action == JailAction::attach)
-            out.append("# at attach, the jail joins the tenant's empty network namespace, which its supervisor "
-                       "holds while the session jail runs, as root before the drop, and bwrap runs without "
-                       "--unshare-net\n");
-        for (const auto& w : pl.warnings) out.append("# warning: ").append(w).append("\n");
-        out += render(pl);
-        // An attach jail and a one-off jail start before their connection;
-        // the stub then execs the client on the terminal, or the command
-        // on the caller's stdin, stdout and stderr.
-        if (!pl.handed_command.empty()) {
-            out.append(req.action == JailAction::attach ? "# then the stub, handed the terminal, execs: env -i"
-                                                        : "# then the stub, handed the caller's stdio, execs: env -i");
-            for (const auto& e : pl.handed_env) out.append(" ").append(shell_quote(e));
-            for (const auto& a : pl.handed_command) out.append(" ").append(shell_quote(a));
-            out.append("\n");
-        }
-        out += render_data_files(pl);
-        if (pl.net == JailNet::isolated) {
-            // The user-mode network, as the root parent starts it once bwrap
-            // has made the namespace (net.hpp), and the resolv.conf bwrap copies.
-            out.append("# network: run as uid ").append(std::to_string(pl.creds.uid)).append(" with group ");
-            out.append(kNetGroup).append(" only, on the jail's namespaces:\n#  ");
-            for (const auto& a : pl.net_argv) out.append(" ").append(shell_quote(a));
-            out.append("\n# /etc/resolv.conf in the jail (fd ").append(std::to_string(kResolvFd)).append("):\n");
-            std::size_t at = 0;
-            while (at < pl.resolv_conf.size()) {
-                const auto nl = pl.resolv_conf.find('\n', at);
-                out.append("#   ").append(pl.resolv_conf.substr(at, nl - at)).append("\n");
-                at = nl == std::string::npos ? pl.resolv_conf.size() : nl + 1;
-            }
-        }
-    }
-    out.append("# limits, of all the tenant's jails together (read when a jail starts): ")
-        .append(limits_summary(p.policy().limits, std::nullopt))
-        .append("\n");
-    const bool written = std::fputs(out.c_str(), stdout) >= 0;
-    log::audit("allow", "plan printed");
-    return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
-}
-
 // The request a front hands over: what to start, and who asks (for the
 // supervisor's audit lines). Only well-formed extra_env candidates travel.
 HandoverRequest handover_request(const Prepared& p, const CommandLine& cl, const StartState& start) {
@@ -269,17 +198,35 @@ HandoverRequest query_request(const Prepared& p, const StartState& start, Handov
     return r;
 }
 
+// What the supervisor program is started with (starter.hpp): the tenant,
+// who asks, the file the front checked (its digest), the caller's
+// extra_env candidates; the supervisor reads and checks them all again.
+SupervisorArgs start_args(const Prepared& p, const StartState& start, const HandoverRequest& req) {
+    SupervisorArgs a;
+    a.tenant = p.tenant->account.name;
+    a.uid = p.tenant->account.uid;
+    a.caller = p.caller.name;
+    a.caller_uid = static_cast<long>(p.caller.uid);
+    a.via = log::context().via;
+    a.session = req.session;
+    a.session_jail = req.kind == HandoverKind::attach;
+    a.config = start.config_override;
+    a.config_digest = p.loaded.digest;
+    a.caller_env = req.extra_env;
+    a.faults = fault::armed();
+    return a;
+}
+
 // The front: hand the request to the tenant's supervisor (started if T has
 // none), relay, return the jail's status. A supervisor that was ending as
 // the request arrived (a typed outcome: retry) is waited for, and a new one
 // started, once, after the same checks.
 int hand_to_supervisor(const Prepared& p, const StartState& start, const AccountDb& db, const HandoverRequest& req) {
-    const Policy& policy = p.policy();
     const bool attach = req.kind == HandoverKind::attach;
     if (auto st = hold_front_signals(); !st) return refuse(st.error());
+    const SupervisorArgs args = start_args(p, start, req);
     for (int attempt = 0;; ++attempt) {
-        auto jail = ensure_session_jail({policy, *p.tenant, p.probe, start.caller_env, p.caller.name, attach,
-                                          p.loaded.path, start.config_override.has_value()});
+        auto jail = ensure_session_jail(args);
         if (!jail) return refuse(jail.error());
         if (jail.value().version != kRecordVersion)
             return refuse(fail(Exit::host, "the session jail of " + p.tenant->account.name + " (supervisor " +
@@ -381,12 +328,20 @@ int do_kill(const Prepared& p, const CommandLine& cl, const StartState& start) {
     return 0;
 }
 
-int do_stop(const Prepared& p, const CommandLine& cl, const AccountDb& db) {
+int do_stop(const Prepared& p, const CommandLine& cl, const StartState& start, const AccountDb& db) {
     auto uid = tenant_uid(p.policy(), *cl.user, db);
     if (!uid) return refuse(uid.error());
-    auto stopped = stop_session_jail(uid.value(), p.policy().limits);
+    SupervisorArgs args;
+    args.mode = SupervisorMode::stop;
+    args.uid = uid.value();
+    args.caller = p.caller.name;
+    args.caller_uid = static_cast<long>(p.caller.uid);
+    args.via = log::context().via;
+    args.config = start.config_override;
+    args.faults = fault::armed();
+    auto stopped = stop_session_jail(args);
     if (!stopped) return refuse(stopped.error());
-    // Its audit line is stop's own child's (session.cpp:stop_as_root).
+    // Its audit line is the stop mode's (session.cpp:supervisor_stop).
     std::printf("%s: %s\n", cl.user->c_str(), stopped_text(stopped.value()).c_str());
     return std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
 }
@@ -470,9 +425,36 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
     return written && std::fflush(stdout) == 0 ? 0 : static_cast<int>(Exit::internal);
 }
 
-}  // namespace
+// check and print are not the setuid helper's (its code holds no
+// diagnostics): root's run of them execs the admin program (its absolute
+// path, the environment rebuilt from what sanitize_process kept of root's:
+// the config override, the extra_env candidates); anyone else is refused.
+int hand_to_admin(const StartState& start, const std::vector<std::string>& args) {
+    const std::string admin = kAdminPath;
+    if (start.creds.ruid != 0) {
+        const Error e = fail(Exit::refused, "check and print are not run by the setuid helper: run them as root "
+                                            "(" + admin + "); the proxy keeps run, kill, stop and list");
+        // check's last line says what its exit status says, here too.
+        if (args.size() > 1 && args[1] == "check") (void)std::printf("%s\n", check_refusal_line(e).c_str());
+        return refuse(e);
+    }
+    if (auto st = check_trusted_executable("the admin program", admin); !st) return refuse(st.error());
+    std::vector<std::string> words{"clihost-jail-admin"};
+    words.insert(words.end(), args.begin() + (args.empty() ? 0 : 1), args.end());
+    std::vector<std::string> env;
+    if (start.config_override) env.push_back("CLIHOST_JAIL_CONFIG=" + *start.config_override);
+    if (const auto armed = fault::armed(); !armed.empty()) env.push_back("CLIHOST_JAIL_FAULT=" + armed);
+    for (const auto& [name, value] : start.caller_env) env.push_back(name + "=" + value);
+    std::vector<char*> argv, envp;
+    for (auto& w : words) argv.push_back(w.data());
+    for (auto& e : env) envp.push_back(e.data());
+    argv.push_back(nullptr);
+    envp.push_back(nullptr);
+    ::execve(admin.c_str(), argv.data(), envp.data());
+    return refuse(fail(Exit::host, "cannot run " + admin + ": " + std::strerror(errno)));
+}
 
-int dispatch(const StartState& start, const std::vector<std::string>& args) {
+int run_verbs(const StartState& start, const std::vector<std::string>& args, const AdminVerbs* admin) {
     SystemAccountDb db;
     Caller caller = note_caller(start, db);
     auto parsed = parse_command_line(args);
@@ -490,6 +472,11 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
         (void)std::fputs(usage_text().data(), stdout);
         return 0;
     }
+    const bool admin_verb = cl.verb == Verb::check || cl.verb == Verb::print;
+    if (admin_verb && admin == nullptr) return hand_to_admin(start, args);
+    if (!admin_verb && admin != nullptr)
+        return refuse(fail(Exit::usage, "clihost-jail-admin runs check and print only; run, kill, stop and list "
+                                        "are clihost-jail's"));
     auto& ctx = log::context();
     ctx.action = verb_name(cl.verb);
     if (cl.user) ctx.tenant = *cl.user;
@@ -531,8 +518,8 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
         return rc;
     }
     switch (cl.verb) {
-        case Verb::print: return do_print(p, cl, start);
-        case Verb::check: return do_check(p, start);
+        case Verb::print: return admin != nullptr ? admin->print(p, cl, start) : static_cast<int>(Exit::internal);
+        case Verb::check: return admin != nullptr ? admin->check(p, start) : static_cast<int>(Exit::internal);
         case Verb::run: {
             if (!attach) return do_command(p, cl, start, db);
             const int rc = do_attach(p, cl, start, db);
@@ -540,10 +527,18 @@ int dispatch(const StartState& start, const std::vector<std::string>& args) {
             return rc;
         }
         case Verb::kill: return do_kill(p, cl, start);
-        case Verb::stop: return do_stop(p, cl, db);
+        case Verb::stop: return do_stop(p, cl, start, db);
         case Verb::list: return do_list(p, cl, start, db);
         default: return static_cast<int>(Exit::internal);
     }
+}
+
+}  // namespace
+
+int dispatch(const StartState& start, const std::vector<std::string>& args) { return run_verbs(start, args, nullptr); }
+
+int dispatch_admin(const StartState& start, const std::vector<std::string>& args, const AdminVerbs& verbs) {
+    return run_verbs(start, args, &verbs);
 }
 
 }  // namespace clihost

@@ -39,6 +39,12 @@ check "installed helper runs" "'$bin' --version | grep '^clihost-jail ' >/dev/nu
 stub=$root/usr/libexec/clihost-jail/clihost-jail-attach
 check "the attach stub is root's 0755, no setuid bit, where the helper looks for it" \
   "[ \"\$(stat -c '%U:%G %a' '$stub')\" = 'root:root 755' ] && grep -q /usr/libexec/clihost-jail/clihost-jail-attach '$bin'"
+sup=$root/usr/libexec/clihost-jail/clihost-jail-supervisor
+check "the supervisor program is root's 0700, no setuid bit, where the helper execs it" \
+  "[ \"\$(stat -c '%U:%G %a' '$sup')\" = 'root:root 700' ] && grep -q /usr/libexec/clihost-jail/clihost-jail-supervisor '$bin'"
+admin=$root/usr/libexec/clihost-jail/clihost-jail-admin
+check "the admin program (check, print) is root's 0755, no setuid bit, where the helper execs it" \
+  "[ \"\$(stat -c '%U:%G %a' '$admin')\" = 'root:root 755' ] && grep -q /usr/libexec/clihost-jail/clihost-jail-admin '$bin'"
 check "PAM service is the repo's, mode 644" \
   "cmp -s '$root/etc/pam.d/clihost-jail' '$repo/pam/clihost-jail' && [ \"\$(stat -c %a '$root/etc/pam.d/clihost-jail')\" = 644 ]"
 check "example policy installed, mode 644" \

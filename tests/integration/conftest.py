@@ -48,6 +48,15 @@ PAM_TARGET = "/etc/pam.d/clihost-jail"  # the harness installs the repo's servic
 # looks for it (CMake CLIHOST_JAIL_ATTACH_STUB, set by tests/run.sh).
 STUB_BIN = os.environ.get("CLIHOST_JAIL_STUB_BIN", os.path.join(os.path.dirname(BUILD_BIN), "clihost-jail-attach"))
 STUB_TARGET = os.environ.get("CLIHOST_JAIL_TEST_ATTACH_STUB", "/usr/local/libexec/clihost-jail-test/clihost-jail-attach")
+# The supervisor program and the admin program (check, print), built beside
+# the helper, installed where the test build execs them (CMake
+# CLIHOST_JAIL_SUPERVISOR, CLIHOST_JAIL_ADMIN, set by tests/run.sh).
+SUPERVISOR_BIN = os.environ.get("CLIHOST_JAIL_SUPERVISOR_BIN",
+                                os.path.join(os.path.dirname(BUILD_BIN), "clihost-jail-supervisor"))
+SUPERVISOR_TARGET = os.environ.get("CLIHOST_JAIL_TEST_SUPERVISOR",
+                                   "/usr/local/libexec/clihost-jail-test/clihost-jail-supervisor")
+ADMIN_BIN = os.environ.get("CLIHOST_JAIL_ADMIN_BIN", os.path.join(os.path.dirname(BUILD_BIN), "clihost-jail-admin"))
+ADMIN_TARGET = os.environ.get("CLIHOST_JAIL_TEST_ADMIN", "/usr/local/libexec/clihost-jail-test/clihost-jail-admin")
 
 EXEC_GROUP = "ctj-exec"        # group of the setuid binary (mode 4750)
 TENANT_GROUP = "ctj-tenants"
@@ -411,26 +420,28 @@ def wait_until(pred, timeout=10.0, step=0.05):
     return pred()
 
 
-def install_attach_stub():
-    """The attach stub at the path the test build names, root's 0755 (its
-    directory root's 0755), as an install makes it."""
-    os.makedirs(os.path.dirname(STUB_TARGET), mode=0o755, exist_ok=True)
-    tmp = STUB_TARGET + ".new"
-    shutil.copy(STUB_BIN, tmp)
+def install_program(src, target, mode):
+    """A program at the path the test build names, root's (its directory
+    root's 0755), as an install makes it; replaced atomically."""
+    os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+    tmp = target + ".new"
+    shutil.copy(src, tmp)
     os.chown(tmp, 0, 0)
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, STUB_TARGET)
-    # The session jail's tmux server preloads the OOM fork handler from the
-    # stub's directory (helper/stub/oom_preload.cpp), root's 0644.
-    # (A build before it has none: its tests run without, as it did.)
-    preload = os.path.join(os.path.dirname(STUB_TARGET), "clihost-jail-oom.so")
+    os.chmod(tmp, mode)
+    os.replace(tmp, target)
+
+
+def install_attach_stub():
+    """The attach stub, root's 0755; the supervisor program, root's 0700
+    (not setuid, executable by root only); the admin program, root's 0755;
+    the session jail's tmux server's OOM fork handler beside the stub
+    (helper/stub/oom_preload.cpp), root's 0644."""
+    install_program(STUB_BIN, STUB_TARGET, 0o755)
+    install_program(SUPERVISOR_BIN, SUPERVISOR_TARGET, 0o700)
+    install_program(ADMIN_BIN, ADMIN_TARGET, 0o755)
     built = os.path.join(os.path.dirname(STUB_BIN), "clihost-jail-oom.so")
-    if not os.path.exists(built):
-        return
-    shutil.copy(built, preload + ".new")
-    os.chown(preload + ".new", 0, 0)
-    os.chmod(preload + ".new", 0o644)
-    os.replace(preload + ".new", preload)
+    preload = os.path.join(os.path.dirname(STUB_TARGET), "clihost-jail-oom.so")
+    install_program(built, preload, 0o644)
 
 
 def _waiting_jails(uid, oneoff):
@@ -500,6 +511,9 @@ class Host:
         if os.statvfs(self.prefix).f_flag & os.ST_NOSUID:
             pytest.fail(f"{self.prefix} is on a nosuid mount: the setuid helper cannot be tested there")
         self.bin = os.path.join(self.prefix, "clihost-jail")
+        # The supervisor program: the supervisors and their children (the
+        # jails' watchers, before their drop) run it, never the setuid front.
+        self.supervisor_bin = SUPERVISOR_TARGET
         self.conf_dir = os.path.dirname(TEST_CONFIG)
         self.variants = os.path.join(self.conf_dir, "variants")
         self._pam_backup = None
@@ -653,9 +667,13 @@ class Host:
         return pids(uid=pwd.getpwnam(user).pw_uid)
 
     def helper_pids(self):
-        """Processes running the installed helper: the waiting root parents
-        and their watchers (the tenant's side, between the parent and bwrap)."""
-        return pids(exe=self.bin)
+        """Processes running the installed helper or its supervisor program
+        (and their fault-injection builds): the fronts, the supervisors and
+        their watchers (the tenant's side, between the parent and bwrap)."""
+        out = []
+        for exe in (self.bin, SUPERVISOR_TARGET, SUPERVISOR_TARGET + "-faults"):
+            out += pids(exe=exe)
+        return out
 
     def waiting_parents(self):
         """The helper processes that still have effective uid 0."""
@@ -806,8 +824,12 @@ FAULTS_BIN = os.environ.get("CLIHOST_JAIL_FAULTS_BIN",
 
 def install_faults_bin(host, name="clihost-jail-faults"):
     """The fault-injection build (never shipped) copied next to the helper,
-    runnable by root only as the tests run it."""
+    runnable by root only as the tests run it; its supervisor and admin
+    programs where it execs them (the test build's paths + "-faults")."""
     assert os.path.exists(FAULTS_BIN), FAULTS_BIN
+    faults_dir = os.path.dirname(FAULTS_BIN)
+    install_program(os.path.join(faults_dir, "clihost-jail-supervisor-faults"), SUPERVISOR_TARGET + "-faults", 0o700)
+    install_program(os.path.join(faults_dir, "clihost-jail-admin-faults"), ADMIN_TARGET + "-faults", 0o755)
     path = os.path.join(host.prefix, name)
     shutil.copy(FAULTS_BIN, path)
     os.chmod(path, 0o755)

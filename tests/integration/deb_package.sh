@@ -116,6 +116,10 @@ check "the attach stub ships 0755 root:root" \
   "dpkg-deb -c '$deb' | grep -E '^-rwxr-xr-x root/root .* ./usr/libexec/clihost-jail/clihost-jail-attach$' >/dev/null"
 check "the tmux server's OOM fork handler is shipped root's 0644 beside the stub" \
   "dpkg-deb -c '$deb' | grep -E '^-rw-r--r-- root/root .* ./usr/libexec/clihost-jail/clihost-jail-oom.so$' >/dev/null"
+check "the supervisor program ships 0700 root:root (not setuid, root's only)" \
+  "dpkg-deb -c '$deb' | grep -E '^-rwx------ root/root .* ./usr/libexec/clihost-jail/clihost-jail-supervisor$' >/dev/null"
+check "the admin program ships 0755 root:root (not setuid)" \
+  "dpkg-deb -c '$deb' | grep -E '^-rwxr-xr-x root/root .* ./usr/libexec/clihost-jail/clihost-jail-admin$' >/dev/null"
 
 nft delete table inet clihost_jail >/dev/null 2>&1 || true
 check "no host-address rules before the install" "! nft list table inet clihost_jail >/dev/null 2>&1"

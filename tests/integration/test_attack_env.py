@@ -255,10 +255,12 @@ def test_path_cannot_substitute_bwrap_tmux_or_sh(host, alice, payloads, guard):
     r = spawn([host.bin, "kill", "--user", alice, "--session", s2], env=env)
     assert r.returncode == 1 and "has no session jail" in r.stderr, r
     assert any("action=kill" in l for l in pid_audit(host, r))
-    # check execs bwrap --version, a trial jail and sshd -T (routes_closed:
-    # so that the exit status is 0 only if all of them went well).
+    # check is root's (the admin program, which the front execs with an
+    # environment of its own making): as root, with the same PATH, it execs
+    # bwrap --version, a trial jail and sshd -T (routes_closed: so that the
+    # exit status is 0 only if all of them went well).
     with routes_closed(alice):
-        r = spawn([host.bin, "check", "--user", alice], env=env)
+        r = spawn([host.bin, "check", "--user", alice], user=None, env=env)
     assert r.returncode == 0 and "jail trial: ok" in r.stdout, r
     assert f"route sshd ({alice}): ok (refused by DenyGroups" in r.stdout, r
     assert pid_audit(host, r)

@@ -98,7 +98,7 @@ def bwrap_child(pid, helper_bin):
 def sandbox_child_unarmed(host, helper):
     """bwrap has cloned its sandbox child, which has not forked yet: it is
     still setting the sandbox up, before do_init() arms --die-with-parent."""
-    outer = bwrap_child(helper, host.bin)
+    outer = bwrap_child(helper, host.supervisor_bin)
     inner = proc_children(outer) if outer else []
     return bool(inner) and os.path.exists(f"/proc/{inner[0]}") and proc_children(inner[0]) == []
 
@@ -666,7 +666,7 @@ def test_the_tenant_cannot_ptrace_the_watcher(host, alice, guard, suid_dumpable)
         # (not any process of the helper's image with the tenant's uid: a
         # slirp4netns or a /proc trial is one until its exec).
         uid = pwd.getpwnam(alice).pw_uid
-        waiting = lambda: [p for p in prepared_oneoff_jails(uid) if proc_exe(p) == host.bin]
+        waiting = lambda: [p for p in prepared_oneoff_jails(uid) if proc_exe(p) == host.supervisor_bin]
         assert wait_until(waiting, 10), watcher_of(host, alice)
         watchers = [watcher_of_sleep(host, alice), *waiting()]
         assert len(set(watchers)) == 2, watchers

@@ -10,10 +10,12 @@ from conftest import PROXY, STUB_TARGET, TEST_SSHD_DROP_IN, new_session, pids, r
 
 
 def test_check_reports_a_startable_jail(host, alice):
+    """Root's `clihost-jail check` (the admin program, exec'd by the front:
+    check is not the setuid binary's, test_programs.py)."""
     with routes_closed(alice):
-        r = host.run_as(PROXY, [host.bin, "check", "--user", alice])
+        r = host.run_root([host.bin, "check", "--user", alice])
     assert r.returncode == 0, r.stdout + r.stderr
-    for key in ["invocation: setuid", "config:", "bwrap: /usr/bin/bwrap: ok", "bubblewrap",
+    for key in ["invocation: root", "config:", "bwrap: /usr/bin/bwrap: ok", "bubblewrap",
                 f"attach stub: {STUB_TARGET}: ok",
                 "user namespaces: yes", "fresh procfs: yes", "host /proc hidepid=invisible:",
                 f"tenant: {alice}: ok", "pam account: ok", "jail trial: ok", "jail shell: /usr/bin/bash: ok",
@@ -57,10 +59,10 @@ def test_checks_last_line_says_what_its_exit_status_says_on_every_path(host, ali
     bad_bwrap = host.config_variant({"jail": "bwrap = /nonexistent/bwrap"})
     bad_conf = host.config_variant({"jail": "no_such_key = 1"})
     with routes_closed(alice):
-        ok = host.run_as(PROXY, [host.bin, "check", "--user", alice])
+        ok = host.run_root([host.bin, "check", "--user", alice])
         problem = host.run_root([host.bin, "check", "--user", alice], config=bad_bwrap)
         os.unlink(TEST_SSHD_DROP_IN)  # sshd lets alice in: the one open route (restored after)
-        route = host.run_as(PROXY, [host.bin, "check", "--user", alice])
+        route = host.run_root([host.bin, "check", "--user", alice])
         both = host.run_root([host.bin, "check", "--user", alice], config=bad_bwrap)
     tenant = host.run_root([host.bin, "check", "--user", "root"])
     usage = host.run_root([host.bin, "check", "--bogus"])
@@ -89,13 +91,13 @@ def test_check_fails_for_a_tenant_that_run_would_refuse_in_pam(host, alice):
     with routes_closed(alice):
         subprocess.run(["usermod", "-e", "1", alice], check=True)
         try:
-            r = host.run_as(PROXY, [host.bin, "check", "--user", alice])
+            r = host.run_root([host.bin, "check", "--user", alice])
             assert r.returncode == 3, r.stdout + r.stderr
             assert "pam account: FAIL" in r.stdout and "result: refused: a jail cannot start (pam account)" in r.stdout, r.stdout
             assert "jail trial" not in r.stdout
         finally:
             subprocess.run(["usermod", "-e", "", alice], check=True)
-        assert host.run_as(PROXY, [host.bin, "check", "--user", alice]).returncode == 0
+        assert host.run_root([host.bin, "check", "--user", alice]).returncode == 0
 
 
 def test_check_fails_when_bwrap_cannot_even_print_its_version(host, alice):
@@ -200,8 +202,8 @@ def test_print_with_the_host_network_shares_it_and_warns(host, alice):
 
 
 def bwrap_of(host, tenant, timeout=10.0):
-    """The tenant's outer bwrap process (its parent is the watcher, a copy
-    of the helper), once it runs."""
+    """The tenant's outer bwrap process (its parent is the watcher, a fork
+    of the supervisor program), once it runs."""
     import time
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -210,7 +212,7 @@ def bwrap_of(host, tenant, timeout=10.0):
                 if os.readlink(f"/proc/{pid}/exe") != "/usr/bin/bwrap":
                     continue
                 ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
-                if os.readlink(f"/proc/{ppid}/exe") == host.bin:
+                if os.readlink(f"/proc/{ppid}/exe") == host.supervisor_bin:
                     return pid
             except (OSError, ValueError):
                 continue

@@ -793,7 +793,7 @@ def test_a_prepared_isolated_one_off_jail_has_a_network_of_its_own(host, alice, 
     terms.append(keeper)
     uid = pwd.getpwnam(alice).pw_uid
     assert wait_until(lambda: prepared_oneoff_jails(uid) and len(slirps(alice)) == 2, 15), host.processes_of(alice)
-    waiting = [p for p in prepared_oneoff_jails(uid) if os.readlink(f"/proc/{p}/exe") == host.bin]
+    waiting = [p for p in prepared_oneoff_jails(uid) if os.readlink(f"/proc/{p}/exe") == host.supervisor_bin]
     assert len(waiting) == 1, waiting
     before = set(slirps(alice))
     got, r = oneoff(host, alice, [INTERNET["internet udp v4"][0], {"kind": "netns"}], net.isolated)

@@ -74,7 +74,7 @@ def test_stop_ends_a_one_off_jail(host, alice, terms):
 def waiting_oneoff_watcher(host, tenant):
     """The watcher of the one-off jail that waits for the tenant's next
     one-off (its bwrap set up, its stub waiting), or None."""
-    watchers = [p for p in prepared_oneoff_jails(pwd.getpwnam(tenant).pw_uid) if proc_exe(p) == host.bin]
+    watchers = [p for p in prepared_oneoff_jails(pwd.getpwnam(tenant).pw_uid) if proc_exe(p) == host.supervisor_bin]
     assert len(watchers) <= 1, watchers
     return watchers[0] if watchers else None
 
@@ -106,7 +106,7 @@ def watcher_of_sleep(host, tenant, arg):
     (p,) = sleepers(tenant, arg)
     while p > 1:
         p = ppid(p)
-        if proc_exe(p) == host.bin:
+        if proc_exe(p) == host.supervisor_bin:
             return p
     return None
 
@@ -244,7 +244,7 @@ def classify(host, tenant, pid, sup):
         return "front"
     if exe.endswith("slirp4netns"):
         return "slirp4netns"
-    if exe == host.bin and proc_status(pid, "Uid")[:3] == [str(uid)] * 3:
+    if exe == host.supervisor_bin and proc_status(pid, "Uid")[:3] == [str(uid)] * 3:
         # A watcher: which by the jail it starts.
         for c in [int(x) for x in open(f"/proc/{pid}/task/{pid}/children").read().split()]:
             a = b" ".join(cmdline(c))
@@ -386,7 +386,7 @@ def test_a_session_jail_started_for_a_later_attach_holds_nothing_of_the_supervis
     started = lambda l: "session jail started by supervisor" in l
     (line,) = [l for l in host.audit_lines(f"session={s}", until=started) if started(l)]
     watcher = watcher_in(line)
-    assert proc_exe(watcher) == host.bin and proc_status(watcher, "Uid")[0] == str(pwd.getpwnam(alice).pw_uid)
+    assert proc_exe(watcher) == host.supervisor_bin and proc_status(watcher, "Uid")[0] == str(pwd.getpwnam(alice).pw_uid)
     inode = endpoint_inode(alice)
     assert inode is not None
     terminal = os.readlink(f"/proc/{t.proc.pid}/fd/0")

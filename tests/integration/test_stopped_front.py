@@ -405,7 +405,7 @@ def test_no_process_of_the_tenant_stays_in_the_callers_cgroup(host, alice, terms
     for p in host.processes_of(alice):
         argv = cmdline(p)
         if argv and argv[0]:  # not a zombie (no argv, and the root cgroup)
-            leaves[p] = ("supervisor" if argv[0].endswith(b"/clihost-jail")
+            leaves[p] = ("supervisor" if argv[0].endswith((b"/clihost-jail", b"clihost-jail-supervisor"))
                          else "net" if argv[0].endswith(b"/slirp4netns") else "jails")
     assert "jails" in leaves.values() and "supervisor" in leaves.values(), leaves
     for p, leaf in leaves.items():

@@ -171,9 +171,9 @@ wait_for 10 gone && pass "stop: the scope is gone" \
 #    sleeps 2 s): the child left the caller's cgroups before it locked, for a
 #    scope of its own (v1: and the freezer's PARENT/helper), so root's own
 #    `stop` still works.
-holder() {  # the helper process that holds a flock (the tenant's lock)
+holder() {  # the process that holds a flock (the tenant's lock): the supervisor program's stop mode
   for p in $(awk '$2 == "FLOCK" { print $5 }' /proc/locks); do
-    [ "$(readlink /proc/$p/exe)" = "$HELPER" ] && { echo $p; return 0; }
+    case "$(readlink /proc/$p/exe)" in */clihost-jail-supervisor) echo $p; return 0 ;; esac
   done
   return 1
 }

@@ -20,6 +20,11 @@ BIN=${CLIHOST_JAIL_BIN:?set CLIHOST_JAIL_BIN to the helper}
 CONFIG_PATH=${CLIHOST_JAIL_TEST_CONFIG:-/etc/clihost-jail-test/jail.conf}
 STUB_BIN=${CLIHOST_JAIL_STUB_BIN:-$(dirname "$BIN")/clihost-jail-attach}
 STUB_PATH=${CLIHOST_JAIL_TEST_ATTACH_STUB:-/usr/local/libexec/clihost-jail-test/clihost-jail-attach}
+# The supervisor and admin programs, where the test build execs them.
+SUPERVISOR_BIN=${CLIHOST_JAIL_SUPERVISOR_BIN:-$(dirname "$BIN")/clihost-jail-supervisor}
+SUPERVISOR_PATH=${CLIHOST_JAIL_TEST_SUPERVISOR:-/usr/local/libexec/clihost-jail-test/clihost-jail-supervisor}
+ADMIN_BIN=${CLIHOST_JAIL_ADMIN_BIN:-$(dirname "$BIN")/clihost-jail-admin}
+ADMIN_PATH=${CLIHOST_JAIL_TEST_ADMIN:-/usr/local/libexec/clihost-jail-test/clihost-jail-admin}
 CACHE=${CLIHOST_JAIL_SYSTEMD_CACHE:-/var/cache/clihost-jail-test}
 SUITE=bookworm
 PACKAGES="systemd,systemd-sysv,dbus,bubblewrap,tmux,libpam-modules,libpam-runtime,procps,util-linux,passwd,login,libcap-ng0"
@@ -94,6 +99,8 @@ for c in ptydrive forkloop memhog; do gcc -O2 -Wall -o "$L/$c" "$HERE/$c.c" || e
 install -m 0755 "$HERE/inside.sh" "$L/"
 install -o 0 -g "$gid" -m 4750 "$BIN" "$M/usr/libexec/clihost-jail/clihost-jail"
 install -D -o 0 -g 0 -m 0755 "$STUB_BIN" "$M$STUB_PATH"
+install -D -o 0 -g 0 -m 0700 "$SUPERVISOR_BIN" "$M$SUPERVISOR_PATH"
+install -D -o 0 -g 0 -m 0755 "$ADMIN_BIN" "$M$ADMIN_PATH"
 install -m 0644 "$TOP/pam/clihost-jail" "$M/etc/pam.d/clihost-jail"
 install -m 0644 "$TOP/install/systemd/clihost-jail.slice" "$M/etc/systemd/system/"
 # The suite's policy and its stand-in proxy service (also the VM's, tests/host).

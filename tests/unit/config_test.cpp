@@ -90,7 +90,7 @@ TEST(Config, EveryKeyIsApplied) {
 }
 
 // A supervisor's starter compares the policy its front read with the file
-// as it is then (session.cpp:start_supervisor): the same text is the same
+// as it is then (session.cpp:supervisor_start, by the file's digest): the same text is the same
 // policy, and one key changed, in any section, is another.
 TEST(Config, APolicyEqualsOnlyTheSameSettings) {
     const std::string base = "[tenants]\ngroup = t\n[jail]\ntmpfs_size = 64M\n[limits]\ntasks_max = 100\n";

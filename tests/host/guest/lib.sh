@@ -14,10 +14,12 @@ CONF=/etc/clihost-jail/jail.conf
 PROXY=clihost               # the proxy user (install/clihost/README.md, "The proxy user")
 T1=ctjalice T2=ctjbob       # the two tenants
 MEM_MAX_MIB=128 TASKS_MAX=48
-# `check` as the proxy: today the proxy may run it (exit 0). Once `check`
-# is a program for root only (DESIGN, Round-4), set this to 0: step 03 then
-# asserts the proxy is refused instead.
-CHECK_AS_PROXY=${CHECK_AS_PROXY:-1}
+# `check` as the proxy: 1 while the proxy could run it (exit 0). `check` is
+# root's now (the admin program, clihost-jail-admin): step 03 asserts that
+# the setuid helper refuses the proxy, with its reason.
+CHECK_AS_PROXY=${CHECK_AS_PROXY:-0}
+ADMIN=/usr/libexec/clihost-jail/clihost-jail-admin
+SUPERVISOR=/usr/libexec/clihost-jail/clihost-jail-supervisor
 mkdir -p "$STATE"
 getent passwd "$PROXY" >/dev/null && install -d -m 0755 -o "$PROXY" -g clihost "$W"
 

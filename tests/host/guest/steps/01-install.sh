@@ -6,6 +6,8 @@ snapshot >"$STATE/paths.before"
 deb=$(ls "$RUN"/deb/old/clihost-jail_*.deb)
 if dpkg -i "$deb" >"$STATE/install.log" 2>&1; then ok "dpkg -i $(basename "$deb")"; else bad "dpkg -i" "$(tail -n 5 "$STATE/install.log")"; fi
 equals "the helper is 4750 root:clihost (postinst's statoverride)" "$(stat -c '%a %U:%G' "$HELPER")" "4750 root:clihost"
+equals "the supervisor program is 700 root:root, not setuid" "$(stat -c '%a %U:%G' "$SUPERVISOR")" "700 root:root"
+equals "the admin program (check, print) is 755 root:root, not setuid" "$(stat -c '%a %U:%G' "$ADMIN")" "755 root:root"
 check "postinst created the groups clihost, clihost-tenants, clihost-jail-net" \
   "getent group clihost && getent group clihost-tenants && getent group clihost-jail-net >/dev/null"
 check "postinst created no user (the operator creates the proxy user)" "! getent passwd clihost >/dev/null"

@@ -16,6 +16,8 @@ wait_for 20 screen_has proxy "$T1@" || bad "the tenant's prompt" "$(printable "$
 type_into proxy 'echo BEFORE_$((6*7)) $(id -un) $(tty)'
 shows 20 proxy "BEFORE_42 $T1 /dev/pts/" "typed into $T1's shell, on a pseudo-terminal, as $T1"
 supervisor_of "$T1" >"$STATE/sup1"
+equals "$T1's supervisor runs the supervisor program, not the setuid helper" \
+  "$(readlink "/proc/$(cat "$STATE/sup1")/exe")" "$SUPERVISOR"
 equals "$T1's supervisor is in its scope's own leaf" \
   "$(sed -n 's/^0:://p' "/proc/$(cat "$STATE/sup1")/cgroup")" "/clihost.slice/clihost-jail.slice/$(scope_of "$T1")/supervisor"
 connect t2 "$T2" main
