@@ -1,5 +1,5 @@
 // result.hpp: the value type every fallible step returns. Errors carry the exit
-// code of the command-line contract (docs/ARCHITECTURE.md, "Command line")
+// code of the command-line contract (clihost-jail(8), EXIT STATUS)
 // and a one-line message; only main turns them into an exit.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 namespace clihost {
 
-// Exit codes are part of the stable command-line contract (docs/ARCHITECTURE.md).
+// Exit codes are part of the stable command-line contract (clihost-jail(8)).
 enum class Exit : int {
     ok = 0,
     refused = 1,   // policy said no: caller, tenant, input

@@ -34,7 +34,7 @@ bool is_well_formed_env_value(std::string_view value);
 bool is_reserved_env_name(std::string_view name);
 
 // A tmux session name: [A-Za-z0-9_.-]{1,64}, not starting with '-' or '.'
-// (docs/ARCHITECTURE.md, "Command line").
+// (clihost-jail(8), OPTIONS).
 bool is_valid_session_name(std::string_view name);
 
 // A decimal uid or gid: digits only, no sign, no spaces, below 4294967295

@@ -1,4 +1,4 @@
-// cli.hpp: the command line of docs/ARCHITECTURE.md parsed into a value. Pure (getopt_long
+// cli.hpp: the command line of clihost-jail(8) parsed into a value. Pure (getopt_long
 // state is reset on every call), so it is unit-tested and fuzzed directly.
 #pragma once
 

@@ -1,4 +1,4 @@
-// config.cpp: strict INI-style parser for jail.conf (docs/ARCHITECTURE.md, "Config").
+// config.cpp: strict INI-style parser for jail.conf (jail.conf(5)).
 #include "decide/config.hpp"
 
 #include <algorithm>

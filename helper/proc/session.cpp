@@ -1,5 +1,6 @@
 // session.cpp: find, start, stop the session jail. The privileged sequence
-// of a start, on one screen, is serve_session(); the event loop is owner.cpp.
+// of a start is serve_session(), steps 1 to 6 (docs/ARCHITECTURE.md has it
+// on one screen); the event loop is owner.cpp.
 // Size: the supervisor's whole start (clean state, cgroup, PAM, the session
 // jail, record, endpoint) and stop stay in one file, read top to bottom.
 #include "proc/session.hpp"
@@ -221,11 +222,6 @@ void end_the_bound() {
     (void)::sigaction(SIGALRM, &dfl, nullptr);
 }
 
-// The supervisor: root, in a session of its own, the owner of every jail of
-// the tenant, holding the tenant's PAM session for as long as it owns a
-// jail. Started for an attach, it starts the session jail at once; for a
-// one-off, none (the first attach starts it). Returns its exit status.
-// The privileged sequence, on one screen.
 // The parent the double fork leaves us with once the first child is gone
 // (it exits right after forking us): init, or a subreaper above our
 // starter (a proxy that set PR_SET_CHILD_SUBREAPER, a user's service
@@ -235,6 +231,11 @@ pid_t adoptive_parent(pid_t first_child) {
     return ::getppid();
 }
 
+// The supervisor: root, in a session of its own, the owner of every jail of
+// the tenant, holding the tenant's PAM session for as long as it owns a
+// jail. Started for an attach, it starts the session jail at once; for a
+// one-off, none (the first attach starts it). Returns its exit status.
+// The privileged sequence, in the numbered steps below.
 int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t first_child) {
     auto& ctx = log::context();
     ctx.action = "session";
@@ -317,7 +318,8 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     SupervisorRecord rec{t.name, t.uid, ::getpid(), own_start_ticks().value_or(0), current_boot_id(),
                          started, kRecordVersion};
     // The fault-injection build stands in for a build before the owner
-    // model: a v1 record, no endpoint (test_owner_upgrade.py).
+    // model: a v1 record, no endpoint
+    // (test_owner.py::test_a_session_jail_of_the_previous_version_is_refused_by_name).
     if (fault::fail("old_record")) rec.version = 1;
     if (up && (rec.start_ticks == 0 || rec.boot_id.empty()))
         up = fail(Exit::internal, "cannot read this process's start time");

@@ -81,7 +81,7 @@ SOCKET_DIR = "/run/clihost"
 # (libwebsockets) refuses a longer path.
 SUN_PATH_MAX = 107
 
-# The helper's rules (docs/ARCHITECTURE.md): session [A-Za-z0-9_.-]{1,64}, not starting
+# The helper's rules (clihost-jail(8)): session [A-Za-z0-9_.-]{1,64}, not starting
 # with '-' or '.'; account names as the helper accepts them.
 SESSION_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\Z")
 USER_RE = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]{0,31}\Z")

@@ -3,7 +3,7 @@ caller (ctj-proxy): root and non-tenants as targets, uids outside the range,
 overlong, malformed and binary values, session names that are paths or shell
 code, and argument floods.
 
-Each must be refused with the exit code of docs/ARCHITECTURE.md (1 policy, 2 usage),
+Each must be refused with the exit code of clihost-jail(8) (1 policy, 2 usage),
 one printable stderr line, an audit line (session=- when the refusal comes
 before the session is known: found through the pid syslog puts in the tag),
 no command run anywhere, and no file outside the tenant's home changed."""

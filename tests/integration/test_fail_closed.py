@@ -1,5 +1,5 @@
 """Every failure is fail-closed: no command runs, one stderr line, exit code
-from docs/ARCHITECTURE.md, an audit line."""
+from clihost-jail(8), an audit line."""
 import os
 import pwd
 import shutil

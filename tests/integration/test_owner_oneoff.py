@@ -207,14 +207,15 @@ def process_table():
     """The rows of docs/ARCHITECTURE.md's process table, by kind (the kind
     column up to its first parenthesis)."""
     text = open(os.path.join(REPO, "docs", "ARCHITECTURE.md")).read()
-    head = "| kind | uid | cgroup leaf | file:function | started by | reaped by | lifetime |"
+    head = "| kind | program | uid | cgroup leaf | file:function | started by | reaped by | lifetime |"
     assert head in text
     rows = {}
     for line in text.split(head, 1)[1].splitlines()[2:]:
         if not line.startswith("|"):
             break
         cells = [c.strip() for c in line.strip("|").split("|")]
-        rows[cells[0].split(" (")[0]] = dict(zip(["kind", "uid", "leaf", "where", "started", "reaped", "lifetime"], cells))
+        rows[cells[0].split(" (")[0]] = dict(zip(["kind", "program", "uid", "leaf", "where", "started", "reaped",
+                                                  "lifetime"], cells))
     return rows
 
 
@@ -320,6 +321,10 @@ def test_a_live_tenant_matches_the_process_table(host, alice, terms):
     for pid, kind in kinds.items():
         assert kind in rows, (kind, sorted(rows))
         row = rows[kind]
+        # The program it runs: the front the setuid binary, the supervisor
+        # and every watcher the supervisor program (forks of it, never of
+        # the setuid image), each jail's first process bwrap.
+        assert os.path.basename(proc_exe(pid)) == row["program"].split()[0], (kind, proc_exe(pid), row["program"])
         ids = proc_status(pid, "Uid")
         if row["uid"].startswith("root"):
             assert ids[1] == "0", (kind, ids)

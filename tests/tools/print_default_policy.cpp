@@ -1,7 +1,7 @@
 // print_default_policy: the policy the helper's library loads when the
 // config file is absent, printed in jail.conf syntax. Used by
 // tests/integration/example_config_matches_design.sh to hold the built-in
-// defaults against docs/ARCHITECTURE.md, install/jail.conf and README.
+// defaults against README's block and install/jail.conf.
 #include <cstdint>
 #include <cstdio>
 #include <utility>
