@@ -61,6 +61,7 @@ std::vector<std::string> supervisor_argv(const SupervisorArgs& a) {
     v.insert(v.end(), {"--user", a.tenant, "--config-digest", a.config_digest,
                        a.session_jail ? "--session-jail" : "--no-session-jail"});
     for (const auto& [name, value] : a.caller_env) v.insert(v.end(), {"--env", name + "=" + value});
+    if (a.in_unit) v.emplace_back("--in-unit");
     return v;
 }
 
@@ -79,11 +80,17 @@ Result<SupervisorArgs> parse_supervisor_argv(const std::vector<std::string>& arg
             have_jail = true;
             continue;
         }
+        if (name == "--in-unit") {
+            a.in_unit = true;
+            continue;
+        }
         if (i + 1 >= argv.size()) return fail(Exit::usage, "clihost-jail-supervisor: " + name + " needs a value");
         if (auto st = set_option(a, name, argv[++i]); !st) return st.error();
         have_uid = have_uid || name == "--uid";
     }
     if (!have_uid) return fail(Exit::usage, "clihost-jail-supervisor: no --uid");
+    if (a.in_unit && a.mode != SupervisorMode::start)
+        return fail(Exit::usage, "clihost-jail-supervisor: --in-unit is start's only");
     if (a.mode == SupervisorMode::start && (a.tenant.empty() || !have_jail))
         return fail(Exit::usage, "clihost-jail-supervisor: start needs --user and --[no-]session-jail");
     return a;

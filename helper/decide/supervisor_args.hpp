@@ -32,6 +32,9 @@ struct SupervisorArgs {
     std::string via{"-"};
     std::string session{"-"};
     bool session_jail{true};    // start: start the session jail (an attach), or not (a one-off)
+    // start: run by PID 1 as the main process of the tenant's service
+    // (session.cpp:launch_unit); its report is on stdout, not fd 3.
+    bool in_unit{false};
     std::optional<std::string> config;  // root's CLIHOST_JAIL_CONFIG; else the built-in path
     std::string config_digest;  // start: config_digest() of the file the front checked against
     CallerEnv caller_env;       // start: the first caller's extra_env candidates

@@ -3,6 +3,8 @@
 
 namespace clihost {
 
+std::string tenant_unit_name(uid_t uid) { return "clihost-jail-" + std::to_string(uid) + ".service"; }
+
 std::string tenant_scope_name(uid_t uid) { return "clihost-jail-" + std::to_string(uid) + ".scope"; }
 
 std::string slice_cgroup(const std::string& slice) {
@@ -14,6 +16,8 @@ std::string slice_cgroup(const std::string& slice) {
         path += stem.substr(0, dash) + ".slice/";
     return path + slice;
 }
+
+std::string tenant_unit_cgroup(uid_t uid) { return slice_cgroup(kTenantSlice) + "/" + tenant_unit_name(uid); }
 
 std::string tenant_scope_cgroup(uid_t uid) { return slice_cgroup(kTenantSlice) + "/" + tenant_scope_name(uid); }
 
@@ -62,6 +66,21 @@ std::vector<UnitProperty> scope_properties(const ResolvedLimits& r, pid_t pid, u
                                {"TasksMax", T::uint64, "", scope_tasks_max(r)},
                                {"MemoryMax", T::uint64, "", scope_memory_max(r)},
                                {"CPUWeight", T::uint64, "", r.cpu_weight}});
+    return props;
+}
+
+std::vector<UnitProperty> unit_properties(const ResolvedLimits& r, uid_t uid, const std::string& program,
+                                          const std::vector<std::string>& argv, int report_fd) {
+    using T = UnitProperty::Type;
+    auto props = scope_properties(r, 0, uid);
+    std::erase_if(props, [](const UnitProperty& p) { return p.name == "PIDs"; });
+    props.insert(props.end(), {{"Type", T::string, "exec", 0},
+                               {"ExecStartEx", T::exec, program, 0, argv},
+                               {"StandardInput", T::string, "null", 0},
+                               {"StandardOutputFileDescriptor", T::fd, "", static_cast<std::uint64_t>(report_fd)},
+                               {"StandardError", T::string, "null", 0},
+                               {"KillMode", T::string, "control-group", 0},
+                               {"Restart", T::string, "no", 0}});
     return props;
 }
 

@@ -38,15 +38,31 @@ inline constexpr std::uint64_t kSupervisorMemory = std::uint64_t{64} << 20;
 inline constexpr std::uint64_t kUnitInfinity = UINT64_MAX;
 
 struct UnitProperty {
-    enum class Type { string, boolean, uint64, pids };  // D-Bus s, b, t, au
+    // D-Bus s, b, t, au, h, and a(sasas) (ExecStartEx: one command, its
+    // flags "no-env-expand": systemd expands no $VAR of its argv).
+    enum class Type { string, boolean, uint64, pids, fd, exec };
     std::string name;
     Type type{Type::string};
-    std::string text;          // string
-    std::uint64_t number{0};   // boolean (0/1), uint64, pids (one pid)
+    std::string text;          // string; exec: the program's absolute path
+    std::uint64_t number{0};   // boolean (0/1), uint64, pids (one pid), fd
+    std::vector<std::string> words{};  // exec: its argv
     bool operator==(const UnitProperty&) const = default;
 };
 
-// "clihost-jail-1001.scope"
+// The tenant's supervisor under systemd: the main process of the transient
+// service "clihost-jail-1001.service", started by PID 1 (systemd_scope.hpp
+// in host/ sends it), and the service's cgroup below each hierarchy's root.
+std::string tenant_unit_name(uid_t uid);
+std::string tenant_unit_cgroup(uid_t uid);
+// Its properties: the scope's (Slice, Delegate, CollectMode, accounting,
+// TasksMax, MemoryMax, CPUWeight; no PIDs), Type=exec, ExecStartEx `argv`
+// of `program`, stdout the start-up report `report_fd` (its copy goes to
+// systemd), stdin and stderr /dev/null, KillMode=control-group (a jail
+// outlives its supervisor in no case), no restart.
+std::vector<UnitProperty> unit_properties(const ResolvedLimits& r, uid_t uid, const std::string& program,
+                                          const std::vector<std::string>& argv, int report_fd);
+// "clihost-jail-1001.scope": an earlier build's supervisor (a scope it
+// entered itself); `list` and `stop` still find it there.
 std::string tenant_scope_name(uid_t uid);
 // A slice's cgroup as systemd nests it ("a-b.slice": "a.slice/a-b.slice").
 std::string slice_cgroup(const std::string& slice);

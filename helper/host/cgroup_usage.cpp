@@ -169,10 +169,12 @@ CgroupUsage TenantCgroup::usage() const {
 // runs), the scope's cgroup; else none.
 std::optional<std::string> live_scope(const CgroupHost& host, uid_t uid) {
     if (!systemd_booted() || host.hierarchies.empty()) return std::nullopt;
-    const std::string rel = tenant_scope_cgroup(uid);
-    struct stat st{};
-    for (const auto& h : host.hierarchies)
-        if (::stat((h.mount + "/" + rel + "/jails").c_str(), &st) == 0) return rel;
+    // The tenant's service; an earlier build's supervisor, its scope.
+    for (const std::string& rel : {tenant_unit_cgroup(uid), tenant_scope_cgroup(uid)}) {
+        struct stat st{};
+        for (const auto& h : host.hierarchies)
+            if (::stat((h.mount + "/" + rel + "/jails").c_str(), &st) == 0) return rel;
+    }
     return std::nullopt;
 }
 

@@ -55,15 +55,11 @@ Result<TenantCgroup> place_supervisor(const Limits& limits, uid_t uid) {
         if (auto st = cg.value().enter_supervisor(); !st) return st.error();
         return cg;
     }
-    // systemd is PID 1: it moves this process into the tenant's scope
-    // (Delegate=yes: the subtree is ours), then the leaves go inside it.
-    const std::string rel = tenant_scope_cgroup(uid);
-    const auto resolved =
-        resolve_limits(limits, available_memory(host, slice_cgroup(kTenantSlice), meminfo.value()));
-    if (auto st = enter_scope(tenant_scope_name(uid), rel, scope_properties(resolved, ::getpid(), uid),
-                              "the tenant's scope", "the supervisor");
-        !st)
-        return st.error();
+    // systemd is PID 1: it started this process as the main process of the
+    // tenant's service (Delegate=yes: the subtree is ours; session.cpp:
+    // launch_unit); the leaves go inside it.
+    const std::string rel = tenant_unit_cgroup(uid);
+    if (auto st = check_in_unit(rel, "the supervisor"); !st) return st.error();
     // v1: the leaves go in after systemd's moves (a delegated scope with
     // limits: memory, pids, cpu), or a move would take this process out of
     // its leaf.
@@ -81,6 +77,17 @@ Result<TenantCgroup> place_supervisor(const Limits& limits, uid_t uid) {
                                                           cg.value().capability().why_not);
     if (auto st = cg.value().enter_supervisor(); !st) return st.error();
     return cg;
+}
+
+Result<UnitStart> start_tenant_unit(const Limits& limits, uid_t uid, const std::string& program,
+                                    const std::vector<std::string>& argv, int report_fd) {
+    const auto meminfo = read_bounded("/proc/meminfo", kMaxMeminfo);
+    if (!meminfo) return meminfo.error();
+    const CgroupHost host = detect_cgroups("/sys/fs/cgroup", true);
+    const auto resolved =
+        resolve_limits(limits, available_memory(host, slice_cgroup(kTenantSlice), meminfo.value()));
+    return start_unit(tenant_unit_name(uid), unit_properties(resolved, uid, program, argv, report_fd),
+                      "the tenant's service");
 }
 
 Status place_lock_holder(const Limits& limits, uid_t uid) {

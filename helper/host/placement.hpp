@@ -12,24 +12,32 @@
 #include "base/result.hpp"
 #include "decide/limits.hpp"
 #include "host/cgroup.hpp"
+#include "host/systemd_scope.hpp"
 
 namespace clihost {
 
 // The tenant's cgroup on this host (/sys/fs/cgroup, /proc/meminfo): set
 // up for a start, or the existing one. Where systemd is PID 1 and the
-// tenant's scope exists, the scope's (systemd_scope.hpp).
-// Where systemd is PID 1 and the tenant's scope exists (its supervisor
-// runs), the scope's cgroup, relative to each hierarchy; else none.
+// tenant's unit exists, the unit's (systemd_scope.hpp).
+// Where systemd is PID 1 and the tenant's unit exists (its supervisor
+// runs: its service, or an earlier build's scope), the unit's cgroup,
+// relative to each hierarchy; else none.
 std::optional<std::string> live_scope(const CgroupHost& host, uid_t uid);
 Result<TenantCgroup> setup_tenant_cgroup(const Limits& limits, uid_t uid);
 TenantCgroup open_tenant_cgroup(const Limits& limits, uid_t uid);
 // The supervisor's placement, before it starts anything: where systemd is
-// PID 1, systemd moves it into the tenant's transient scope
-// (clihost-jail.slice, Delegate=yes) and the leaves are made inside that;
+// PID 1, systemd started it as the main process of the tenant's transient
+// service (clihost-jail.slice, Delegate=yes) and the leaves are made inside that;
 // elsewhere PARENT/UID on the cgroup file system. Then this process enters
 // the supervisor's leaf. An explicit limit that cannot be enforced, or a
-// scope systemd refuses, fails (exit 3).
+// supervisor outside its service's cgroup, fails (exit 3).
 Result<TenantCgroup> place_supervisor(const Limits& limits, uid_t uid);
+// Where systemd is PID 1: asks it to start `program` `argv` as the main
+// process of the tenant's transient service (its limits from `limits`,
+// as the scope's were; stdout `report_fd`). `exists`: a unit of that name
+// runs (a supervisor starting or ending).
+Result<UnitStart> start_tenant_unit(const Limits& limits, uid_t uid, const std::string& program,
+                                    const std::vector<std::string>& argv, int report_fd);
 
 // A lock holder's cgroups (the starter, stop's child: session.cpp's
 // run_root_child), taken before it locks tenant `uid`: root's in every

@@ -103,8 +103,23 @@ struct Held {
     }
 };
 
-Status bus_fail(const std::string& what, int r) {
-    return fail(Exit::host, "cannot start the tenant's systemd scope: " + what + ": " + std::strerror(-r));
+Error bus_fail(const std::string& what, int r) {
+    return fail(Exit::host, "cannot ask systemd for a unit: " + what + ": " + std::strerror(-r));
+}
+
+// ExecStartEx's one command: (path, argv, ["no-env-expand"]).
+int append_exec(const SdBus& sd, Message* m, const UnitProperty& p) {
+    int r = sd.open_container(m, 'a', "(sasas)");
+    if (r >= 0) r = sd.open_container(m, 'r', "sasas");
+    if (r >= 0) r = sd.append(m, "s", p.text.c_str());
+    if (r >= 0) r = sd.open_container(m, 'a', "s");
+    for (const auto& w : p.words)
+        if (r >= 0) r = sd.append(m, "s", w.c_str());
+    if (r >= 0) r = sd.close_container(m);
+    if (r >= 0) r = sd.append(m, "as", 1u, "no-env-expand");
+    if (r >= 0) r = sd.close_container(m);
+    if (r >= 0) r = sd.close_container(m);
+    return r;
 }
 
 int append_property(const SdBus& sd, Message* m, const UnitProperty& p) {
@@ -116,6 +131,8 @@ int append_property(const SdBus& sd, Message* m, const UnitProperty& p) {
         case UnitProperty::Type::boolean: sig = "b"; break;
         case UnitProperty::Type::uint64: sig = "t"; break;
         case UnitProperty::Type::pids: sig = "au"; break;
+        case UnitProperty::Type::fd: sig = "h"; break;
+        case UnitProperty::Type::exec: sig = "a(sasas)"; break;
     }
     if (r >= 0) r = sd.open_container(m, 'v', sig);
     if (r >= 0) {
@@ -126,6 +143,8 @@ int append_property(const SdBus& sd, Message* m, const UnitProperty& p) {
             case UnitProperty::Type::pids:
                 r = sd.append(m, "au", 1u, static_cast<std::uint32_t>(p.number));
                 break;
+            case UnitProperty::Type::fd: r = sd.append(m, "h", static_cast<int>(p.number)); break;
+            case UnitProperty::Type::exec: r = append_exec(sd, m, p); break;
         }
     }
     if (r >= 0) r = sd.close_container(m);
@@ -188,8 +207,8 @@ bool wait_until_in(Where where, const std::string& want, std::string& now) {
 }  // namespace
 
 
-Status enter_scope(const std::string& name, const std::string& cgroup, const std::vector<UnitProperty>& props,
-                   const std::string& what, const std::string& who) {
+Result<UnitStart> start_unit(const std::string& name, const std::vector<UnitProperty>& props,
+                             const std::string& what) {
     auto sd = load();
     if (!sd) return sd.error();
     Held h{sd.value()};
@@ -208,15 +227,33 @@ Status enter_scope(const std::string& name, const std::string& cgroup, const std
     if ((r = s.close_container(h.call)) < 0) return bus_fail("the properties", r);
     if ((r = s.append(h.call, "a(sa(sv))", 0u)) < 0) return bus_fail("the auxiliary units", r);
     if ((r = s.call(h.bus, h.call, kCallMicros, &h.error, &h.reply)) < 0) {
+        if (h.error.name != nullptr && std::string_view(h.error.name) == "org.freedesktop.systemd1.UnitExists")
+            return UnitStart::exists;
         const std::string why = h.error.message != nullptr ? h.error.message : std::strerror(-r);
         return fail(Exit::host, "systemd refused " + what + " " + name + ": " + why);
     }
+    return UnitStart::started;
+}
+
+Status enter_scope(const std::string& name, const std::string& cgroup, const std::vector<UnitProperty>& props,
+                   const std::string& what, const std::string& who) {
+    auto started = start_unit(name, props, what);
+    if (!started) return started.error();
+    if (started.value() == UnitStart::exists)
+        return fail(Exit::host, "systemd refused " + what + " " + name + ": the unit exists already");
     // The start job moves this process; wait for it (a deadline, not forever).
     std::string want(1, '/');
     want.append(cgroup);
     std::string now;
     if (wait_until_in(systemd_cgroup, want, now)) return ok_status();
     return fail(Exit::host, "systemd did not move " + who + " into " + name + " within 5 s (it is in " +
+                                (now.empty() ? "no cgroup of systemd's" : now) + ")");
+}
+
+Status check_in_unit(const std::string& cgroup, const std::string& who) {
+    const std::string now = systemd_cgroup();
+    if (now == "/" + cgroup) return ok_status();
+    return fail(Exit::host, who + " is not in its unit's cgroup /" + cgroup + " (it is in " +
                                 (now.empty() ? "no cgroup of systemd's" : now) + ")");
 }
 

@@ -25,6 +25,13 @@ namespace clihost {
 // systemd is PID 1 here: /run/systemd/system is a directory (sd_booted()'s test).
 bool systemd_booted();
 
+// StartTransientUnit(name, "fail", props): `started`, or `exists` where
+// systemd has a unit of that name already (UnitExists); any other failure
+// is Exit::host, one line naming `what`.
+enum class UnitStart { started, exists };
+Result<UnitStart> start_unit(const std::string& name, const std::vector<UnitProperty>& props,
+                             const std::string& what);
+
 // StartTransientUnit(name, "fail", props) for a scope whose cgroup is
 // `cgroup` (decide/systemd_scope.hpp: the tenant's, a lock holder's), then
 // waits (5 s at most) until /proc/self/cgroup shows this process there in
@@ -33,6 +40,10 @@ bool systemd_booted();
 // is Exit::host, one line.
 Status enter_scope(const std::string& name, const std::string& cgroup, const std::vector<UnitProperty>& props,
                    const std::string& what, const std::string& who);
+
+// This process is at `cgroup` in systemd's own hierarchy (a service's main
+// process, started there by PID 1). Exit::host.
+Status check_in_unit(const std::string& cgroup, const std::string& who);
 
 // Waits (5 s at most) until /proc/self/cgroup shows this process at
 // `cgroup` in the v1 hierarchy of `controller`. systemd moves a scope's

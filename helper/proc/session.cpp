@@ -37,6 +37,7 @@
 #include "proc/jail_start.hpp"
 #include "proc/supervise.hpp"
 #include "host/placement.hpp"
+#include "host/systemd_scope.hpp"
 #include "base/log.hpp"
 #include "proc/net.hpp"
 #include "priv/pam_session.hpp"
@@ -442,8 +443,57 @@ CallerEnv allowed_env(const Policy& policy, const CallerEnv& given) {
 
 }  // namespace
 
+namespace {
+
+// Under systemd, the supervisor is not this process: PID 1 starts this
+// program again (--in-unit) as the main process of the tenant's transient
+// service, with our report (fd 3) as its stdout, so the front reads the
+// service's report; this process then ends without one of its own. Where
+// the unit exists already (a concurrent first connection's supervisor
+// starting, or one ending), its live record, under the tenant's lock, is
+// the answer; until it has one, and while the unit ends, asked again
+// (kUnitWaitSeconds at most).
+constexpr int kUnitWaitSeconds = 10;
+
+int launch_unit(const SupervisorArgs& a, const Policy& policy) {
+    auto refuse = [&](const Error& e) {
+        log::audit("fail", "supervisor not started: " + e.message);
+        write_report(3, e);
+        return static_cast<int>(e.code);
+    };
+    SupervisorArgs unit = a;
+    unit.in_unit = true;
+    const std::vector<std::string> argv = supervisor_argv(unit);
+    auto dir = RuntimeDir::open();
+    if (!dir) return refuse(dir.error());
+    bool placed = false;
+    for (int waited_ms = 0; waited_ms < kUnitWaitSeconds * 1000; waited_ms += 100) {
+        auto started = start_tenant_unit(policy.limits, a.uid, CLIHOST_JAIL_SUPERVISOR_PATH, argv, 3);
+        if (!started) return refuse(started.error());
+        if (started.value() == UnitStart::started) return 0;
+        // The lock is taken out of the caller's cgroups, as a supervisor's.
+        if (!placed) {
+            if (auto st = place_lock_holder(policy.limits, a.uid); !st)
+                return refuse(fail(st.error().code, "cannot leave the caller's cgroup: " + st.error().message));
+            placed = true;
+        }
+        auto lock = dir.value().lock_tenant(a.uid, kLockSeconds);
+        if (!lock) return refuse(lock.error());
+        if (auto r = dir.value().read(a.uid); r && record_is_live(*r)) {
+            write_report(3, ok_status());
+            return 0;
+        }
+        ::usleep(100'000);  // (the lock is released here, with `lock`)
+    }
+    return refuse(fail(Exit::host, "the tenant's service " + tenant_unit_name(a.uid) + " runs without a live supervisor for " +
+                                       std::to_string(kUnitWaitSeconds) + " s: connect again"));
+}
+
+}  // namespace
+
 // clihost-jail-supervisor start (exec'd by the front's starter after its
-// double fork; report on fd 3): out of the caller's cgroups, the tenant's
+// double fork, or by PID 1 as the tenant's service; report on fd 3): under
+// systemd, launch_unit; else out of the caller's cgroups, the tenant's
 // lock; under it, a supervisor that started meanwhile is used; else the
 // file, read again, must be the one the front checked against, the tenant
 // is validated again, and this process becomes the supervisor (it keeps
@@ -458,8 +508,11 @@ int supervisor_start(const SupervisorArgs& a, pid_t starter) {
     auto now = reload_policy(a);
     if (!now) return refuse(now.error());
     const Policy& policy = now.value().policy;
-    if (auto st = place_lock_holder(policy.limits, a.uid); !st)
-        return refuse(fail(st.error().code, "cannot leave the caller's cgroup: " + st.error().message));
+    if (!a.in_unit && systemd_booted()) return launch_unit(a, policy);
+    // In its unit it is in no cgroup of the caller's.
+    if (!a.in_unit)
+        if (auto st = place_lock_holder(policy.limits, a.uid); !st)
+            return refuse(fail(st.error().code, "cannot leave the caller's cgroup: " + st.error().message));
     auto dir = RuntimeDir::open();
     if (!dir) return refuse(dir.error());
     auto lock = dir.value().lock_tenant(a.uid, kLockSeconds);
@@ -477,7 +530,7 @@ int supervisor_start(const SupervisorArgs& a, pid_t starter) {
     const CallerEnv env = allowed_env(policy, a.caller_env);
     const SessionStart s{policy, tenant.value(), probe, env, a.caller, a.session_jail,
                          a.config.value_or(CLIHOST_JAIL_CONFIG_PATH), a.config.has_value()};
-    return serve_session(s, 3, std::move(lock).value(), starter);
+    return serve_session(s, 3, std::move(lock).value(), a.in_unit ? 0 : starter);
 }
 
 namespace {

@@ -116,9 +116,9 @@ void limits_section(const Prepared& p, Line&& line, Problem&& problem) {
         return;
     }
     if (systemd_booted())
-        line("cgroups", version + " (" + where + "), systemd: each tenant's supervisor in a transient scope, " +
-                            slice_cgroup(kTenantSlice) + "/clihost-jail-UID.scope (Delegate=yes; cgroup_parent "
-                            "is for hosts without systemd)");
+        line("cgroups", version + " (" + where + "), systemd: each tenant's supervisor a transient service " +
+                            "started by PID 1, " + slice_cgroup(kTenantSlice) +
+                            "/clihost-jail-UID.service (Delegate=yes; cgroup_parent is for hosts without systemd)");
     else
         line("cgroups", version + " (" + where + "), tenants' cgroups under " + l.cgroup_parent);
     if (!p.tenant) return;

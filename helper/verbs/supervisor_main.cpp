@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/fault.hpp"
@@ -43,6 +44,12 @@ int run(const std::vector<std::string>& words, pid_t starter) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Under systemd, PID 1 runs us as the tenant's service with the report
+    // on stdout (systemd_scope.hpp: unit_properties): it goes to fd 3, as
+    // the starter's does (clean_state then puts /dev/null on 0-2).
+    bool in_unit = false;
+    for (int i = 1; i < argc && argv[i] != nullptr; ++i) in_unit = in_unit || std::string_view(argv[i]) == "--in-unit";
+    if (in_unit && ::dup2(1, 3) != 3) return 2;
     // Only root's, and only with the report the starter passes: anyone
     // else's run (the program is root's 0750) ends here.
     if (::getuid() != 0 || ::geteuid() != 0 || ::fcntl(3, F_GETFD) < 0) {

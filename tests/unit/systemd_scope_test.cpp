@@ -75,3 +75,27 @@ TEST(SystemdScope, AHoldersScopeIsItsOwnAccountedNeitherDelegatedNorLimited) {
         EXPECT_EQ(find(props, absent), nullptr) << absent;
     for (const auto& p : props) EXPECT_EQ(&p, find(props, p.name)) << p.name;
 }
+
+// The tenant's service (session.cpp:launch_unit): PID 1 starts the
+// supervisor program as its main process, with the scope's limits and
+// delegation, the report as its stdout, no $VAR expansion of its argv.
+TEST(SystemdUnit, TheServiceRunsTheSupervisorWithTheScopesLimitsAndTheReport) {
+    EXPECT_EQ(tenant_unit_name(1001), "clihost-jail-1001.service");
+    EXPECT_EQ(tenant_unit_cgroup(1001), "clihost.slice/clihost-jail.slice/clihost-jail-1001.service");
+    const ResolvedLimits r{512 * M, std::nullopt, 0, 100, 250};
+    const std::vector<std::string> argv{"clihost-jail-supervisor", "start", "--uid", "1001", "--in-unit"};
+    const auto props = unit_properties(r, 1001, "/usr/libexec/clihost-jail/clihost-jail-supervisor", argv, 3);
+    using T = UnitProperty::Type;
+    EXPECT_EQ(find(props, "PIDs"), nullptr);  // systemd forks it: no pid of ours
+    ASSERT_NE(find(props, "ExecStartEx"), nullptr);
+    EXPECT_EQ(*find(props, "ExecStartEx"),
+              (UnitProperty{"ExecStartEx", T::exec, "/usr/libexec/clihost-jail/clihost-jail-supervisor", 0, argv}));
+    EXPECT_EQ(*find(props, "StandardOutputFileDescriptor"), (UnitProperty{"StandardOutputFileDescriptor", T::fd, "", 3}));
+    EXPECT_EQ(*find(props, "Type"), (UnitProperty{"Type", T::string, "exec", 0}));
+    EXPECT_EQ(*find(props, "Delegate"), (UnitProperty{"Delegate", T::boolean, "", 1}));
+    EXPECT_EQ(*find(props, "Slice"), (UnitProperty{"Slice", T::string, "clihost-jail.slice", 0}));
+    EXPECT_EQ(*find(props, "KillMode"), (UnitProperty{"KillMode", T::string, "control-group", 0}));
+    EXPECT_EQ(find(props, "TasksMax")->number, 100 + kSupervisorTasks);
+    EXPECT_EQ(find(props, "MemoryMax")->number, 512 * M + 64 * M + kSupervisorMemory);
+    for (const auto& p : props) EXPECT_EQ(&p, find(props, p.name)) << p.name;
+}
