@@ -226,8 +226,11 @@ void end_the_bound() {
 // The parent the double fork leaves us with once the first child is gone
 // (it exits right after forking us): init, or a subreaper above our
 // starter (a proxy that set PR_SET_CHILD_SUBREAPER, a user's service
-// manager). Waits at most 1 s for the first child's exit.
+// manager). Waits at most 1 s for the first child's exit; none where it
+// had exited before main read our parent (`first_child` is then init's 1:
+// waiting for a change from it cost every such start 1 s).
 pid_t adoptive_parent(pid_t first_child) {
+    if (first_child <= 1) return ::getppid();
     for (int i = 0; i < 1000 && ::getppid() == first_child; ++i) ::usleep(1000);
     return ::getppid();
 }

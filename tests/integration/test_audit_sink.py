@@ -54,7 +54,7 @@ def test_check_passes_with_a_syslog_socket(host, alice):
     """Positive control: the same namespace set-up, /dev/log left alone
     (and the routes around the jail closed, as check demands)."""
     with routes_closed(alice):
-        rc, out, err, _, _ = in_namespace(host, ["check", "--user", alice])
+        rc, out, err, _, _ = in_namespace(host, ["check", "--user", alice], user="root")
     assert rc == 0, (out, err)
     assert "audit log: ok (syslog at /dev/log, facility authpriv)\n" in out, out
     assert out.endswith("result: a jail can start\n"), out
@@ -64,7 +64,7 @@ def test_check_passes_with_a_syslog_socket(host, alice):
                                          ("stale", " accepting connections (Connection refused)")])
 def test_check_fails_without_a_syslog_socket(host, alice, fake_dev_log, kind, reason):
     with routes_closed(alice):
-        rc, out, err, _, _ = in_namespace(host, ["check", "--user", alice], fake_dev_log[kind])
+        rc, out, err, _, _ = in_namespace(host, ["check", "--user", alice], fake_dev_log[kind], user="root")
     assert rc == 3, (out, err)
     assert f"audit log: FAIL: no syslog socket at /dev/log{reason}{LOST}" in out, out
     assert out.endswith("result: refused: a jail cannot start (audit log)\n"), out
