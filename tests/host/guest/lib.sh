@@ -36,8 +36,8 @@ dead() { ! alive "$1"; }
 printable() { tr -cd '[:print:]\n' <"$1" | tail -n "${2:-3}"; }
 as_proxy() { runuser -u "$PROXY" -- "$@"; }
 uid_of() { id -u "$1"; }
-scope_of() { echo "clihost-jail-$(uid_of "$1").scope"; }
-cg_of() { echo "/sys/fs/cgroup/clihost.slice/clihost-jail.slice/$(scope_of "$1")"; }  # a-b.slice nests in a.slice
+unit_of() { echo "clihost-jail-$(uid_of "$1").service"; }  # the tenant's supervisor, started by PID 1
+cg_of() { echo "/sys/fs/cgroup/clihost.slice/clihost-jail.slice/$(unit_of "$1")"; }  # a-b.slice nests in a.slice
 # The tenant's JSON line of `list --json`, and one field of it.
 list_line() { "$HELPER" list --json 2>/dev/null | grep "\"tenant\": \"$1\""; }
 list_field() { list_line "$1" | sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p"; }
@@ -57,7 +57,7 @@ screen_has() { grep -qa -- "$2" "$W/conn-$1.log" 2>/dev/null; }  # screen_has NA
 shows() {  # shows SECONDS NAME TEXT WHAT: a check that the screen shows TEXT in time
   if wait_for "$1" screen_has "$2" "$3"; then ok "$4"; else bad "$4" "not on the screen: $(printable "$W/conn-$2.log")"; fi
 }
-# Everything of a tenant: processes of its uid, its scope, its cgroup.
+# Everything of a tenant: processes of its uid, its unit, its cgroup.
 tenant_procs() { pgrep -u "$(uid_of "$1")" | wc -l; }
 # Every path outside the volatile trees, with its type (install vs purge).
 snapshot() {

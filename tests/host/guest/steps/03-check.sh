@@ -6,7 +6,7 @@ out=$("$HELPER" check 2>&1); rc=$?
 equals "check as root exits 0" "$rc" 0
 [ $rc = 0 ] || echo "$out" | grep -E 'FAIL|fail' | head -n 8 | sed 's/^/   /'
 echo "$out" | grep -E '^(cgroups|network|host-address)' | head -n 4 | sed 's/^/   /'
-check "check names systemd's scopes (pure v2)" "echo \"\$out\" | grep -q \"^cgroups: .*systemd\"" "$(echo "$out" | grep '^cgroups')"
+check "check names systemd's services (pure v2)" "echo \"\$out\" | grep -q \"^cgroups: .*systemd: each tenant's supervisor a transient service\"" "$(echo "$out" | grep '^cgroups')"
 out=$("$HELPER" check --user "$T1" 2>&1); rc=$?
 equals "check --user $T1 as root exits 0" "$rc" 0
 [ $rc = 0 ] || echo "$out" | grep -E 'FAIL' | head -n 5 | sed 's/^/   /'

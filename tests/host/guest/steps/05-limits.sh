@@ -1,23 +1,23 @@
-# 5. The tenant's unit and leaves carry [limits] and enforce them: the scope
+# 5. The tenant's unit and leaves carry [limits] and enforce them: the service
 #    gets the limits plus the net leaf's share and the supervisor's 64 MiB /
 #    64 tasks, the jails leaf
 #    memory.max / pids.max; an allocation past memory_max is OOM-killed inside
 #    jails while the session lives (the same tmux server; the terminal shows
 #    the supervisor's OOM notice); a fork loop stops at tasks_max.
-S=$(scope_of "$T1") CG=$(cg_of "$T1")
-equals "the scope is active, delegated, in clihost-jail.slice" \
+S=$(unit_of "$T1") CG=$(cg_of "$T1")
+equals "the service is active, delegated, in clihost-jail.slice" \
   "$(for p in ActiveState Delegate Slice; do systemctl show -P $p "$S"; done | tr '\n' ' ')" "active yes clihost-jail.slice "
 # The net leaf's share: an eighth of memory_max, at least 32M.
 NET_MIB=$((MEM_MAX_MIB / 8 > 32 ? MEM_MAX_MIB / 8 : 32))
-equals "the scope's MemoryMax (memory_max + the net leaf's ${NET_MIB}M + 64M)" "$(systemctl show -P MemoryMax "$S")" $(((MEM_MAX_MIB + NET_MIB + 64) << 20))
+equals "the service's MemoryMax (memory_max + the net leaf's ${NET_MIB}M + 64M)" "$(systemctl show -P MemoryMax "$S")" $(((MEM_MAX_MIB + NET_MIB + 64) << 20))
 equals "net/memory.max (slirp4netns's share)" "$(cat "$CG/net/memory.max")" $((NET_MIB << 20))
 check "slirp4netns runs in the net leaf" "grep -q '/net\$' /proc/\$(pgrep -u $T1 -x slirp4netns | head -n 1)/cgroup"
-equals "the scope's TasksMax (tasks_max + 64)" "$(systemctl show -P TasksMax "$S")" $((TASKS_MAX + 64))
+equals "the service's TasksMax (tasks_max + 64)" "$(systemctl show -P TasksMax "$S")" $((TASKS_MAX + 64))
 equals "jails/memory.max" "$(cat "$CG/jails/memory.max")" $((MEM_MAX_MIB << 20))
 equals "jails/pids.max" "$(cat "$CG/jails/pids.max")" "$TASKS_MAX"
-check "the scope hands memory and pids down to its leaves" \
+check "the service hands memory and pids down to its leaves" \
   "grep -qw memory '$CG/cgroup.subtree_control' && grep -qw pids '$CG/cgroup.subtree_control'" "$(cat "$CG/cgroup.subtree_control")"
-equals "the scope itself holds no process (v2: no internal processes)" "$(wc -l <"$CG/cgroup.procs")" 0
+equals "the service itself holds no process (v2: no internal processes)" "$(wc -l <"$CG/cgroup.procs")" 0
 SUP=$(cat "$STATE/sup1")
 oom_before=$(sed -n 's/^oom_kill //p' "$CG/jails/memory.events")
 TMUXS=$(pgrep -u "$(uid_of "$T1")" -x 'tmux: server')

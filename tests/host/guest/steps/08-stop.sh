@@ -3,9 +3,9 @@ systemctl stop clihost-proxy.service
 for t in "$T1" "$T2"; do
   out=$(as_proxy "$HELPER" stop --user "$t" 2>&1); rc=$?
   equals "stop --user $t exits 0 ($out)" "$rc" 0
-  gone() { [ "$(tenant_procs "$1")" = 0 ] && ! systemctl is-active -q "$(scope_of "$1")" && [ ! -e "$(cg_of "$1")" ]; }
+  gone() { [ "$(tenant_procs "$1")" = 0 ] && ! systemctl is-active -q "$(unit_of "$1")" && [ ! -e "$(cg_of "$1")" ]; }
   check "nothing of $t is left: process, unit, cgroup" "wait_for 10 gone $t" \
-    "processes: $(pgrep -u "$(uid_of "$t")" -a | head -n 3 | tr '\n' ' '); unit: $(systemctl show -P ActiveState "$(scope_of "$t")"); cgroup: $(ls -d "$(cg_of "$t")" 2>&1)"
+    "processes: $(pgrep -u "$(uid_of "$t")" -a | head -n 3 | tr '\n' ' '); unit: $(systemctl show -P ActiveState "$(unit_of "$t")"); cgroup: $(ls -d "$(cg_of "$t")" 2>&1)"
 done
-equals "no tenant's unit is loaded (clihost-jail-*.scope)" "$(systemctl list-units --all --no-legend 'clihost-jail-*.scope' | wc -l)" 0
+equals "no tenant's unit is loaded (clihost-jail-*)" "$(systemctl list-units --all --no-legend 'clihost-jail-*' | wc -l)" 0
 equals "list is empty" "$("$HELPER" list 2>&1)" ""

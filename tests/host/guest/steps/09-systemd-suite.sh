@@ -1,6 +1,6 @@
 # The systemd suite (tests/systemd/inside.sh, the runc suite's checks) on
-# this host kind: limits read back and enforced, the scope's start and a
-# refused scope, the lock holder's scope, the caller's frozen cgroup (v2's
+# this host kind: limits read back and enforced, the service's start by PID 1 and a
+# name taken, the lock holder's scope, the caller's frozen cgroup (v2's
 # cgroup.freeze). With its own policy, tenants and stand-in proxy, as in
 # run_in_runc.sh; the e2e policy is put back afterwards.
 S=$RUN/systemd
