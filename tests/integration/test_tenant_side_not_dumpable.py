@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import SUPERVISOR_TARGET, install_faults_bin, new_session
+from conftest import ADMIN_TARGET, SUPERVISOR_TARGET, install_faults_bin, new_session
 from ptyutil import PtyProcess
 
 SECRET = "CTJ_PROXY_SECRET=ctj-must-not-leak-42"
@@ -76,8 +76,9 @@ def probe_while_paused(host, tenant, binary, start, exclude=()):
     environ as the tenant; tries each new one until a read counts."""
     uid = pwd.getpwnam(tenant).pw_uid
     # The front's own tenant-side children (the namespace trial) run its
-    # image; the watchers, the supervisor program's (its fault build).
-    images = (binary, SUPERVISOR_TARGET + "-faults")
+    # image; the watchers, the supervisor program's, check's the admin
+    # program's (their fault builds).
+    images = (binary, SUPERVISOR_TARGET + "-faults", ADMIN_TARGET + "-faults")
     proc = start()
     try:
         deadline = time.time() + 15
