@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import install_faults_bin, new_session
+from conftest import ADMIN_TARGET, SUPERVISOR_TARGET, install_faults_bin, new_session
 from ptyutil import PtyProcess
 
 SECRET = "CTJ_PROXY_SECRET=ctj-must-not-leak-42"
@@ -40,11 +40,11 @@ def suid_dumpable():
         f.write(old)
 
 
-def tenant_side(binary, uid):
+def tenant_side(images, uid):
     out = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if os.readlink(f"/proc/{pid}/exe") != binary:
+            if os.readlink(f"/proc/{pid}/exe") not in images:
                 continue
             with open(f"/proc/{pid}/status") as f:
                 uids = next(l for l in f if l.startswith("Uid:")).split()
@@ -75,12 +75,16 @@ def probe_while_paused(host, tenant, binary, start, exclude=()):
     tenant-side helper process (other than those in exclude), and reads its
     environ as the tenant; tries each new one until a read counts."""
     uid = pwd.getpwnam(tenant).pw_uid
+    # The front's own tenant-side children (the namespace trial) run its
+    # image; the watchers, the supervisor program's, check's the admin
+    # program's (their fault builds).
+    images = (binary, SUPERVISOR_TARGET + "-faults", ADMIN_TARGET + "-faults")
     proc = start()
     try:
         deadline = time.time() + 15
         tried, results = set(), {}
         while time.time() < deadline and not results:
-            for pid in tenant_side(binary, uid):
+            for pid in tenant_side(images, uid):
                 if pid in exclude or pid in tried:
                     continue
                 tried.add(pid)
@@ -89,7 +93,7 @@ def probe_while_paused(host, tenant, binary, start, exclude=()):
                 # bwrap's, not the helper's. Only a read of a process that was
                 # the helper before and after it counts.
                 was = identity(pid)
-                if was is None or was[0] != binary:
+                if was is None or was[0] not in images:
                     continue
                 env = read_as(host, tenant, f"/proc/{pid}/environ")
                 if identity(pid) != was:
@@ -172,7 +176,7 @@ def test_every_tenant_side_process_is_not_dumpable(host, alice, faults_bin, suid
             terms.append(t)
             t.write("echo UP_$((6*7))\r")
             assert t.wait_for("UP_42", 30), t.output()
-            before = set(tenant_side(faults_bin, pwd.getpwnam(alice).pw_uid))
+            before = set(tenant_side((faults_bin, SUPERVISOR_TARGET + "-faults"), pwd.getpwnam(alice).pw_uid))
 
             class Connection:
                 def __init__(self):
@@ -198,7 +202,7 @@ def test_every_tenant_side_process_is_not_dumpable(host, alice, faults_bin, suid
             terms.append(t)
             t.write("echo UP_$((6*7))\r")
             assert t.wait_for("UP_42", 30), t.output()
-            before = set(tenant_side(faults_bin, pwd.getpwnam(alice).pw_uid))
+            before = set(tenant_side((faults_bin, SUPERVISOR_TARGET + "-faults"), pwd.getpwnam(alice).pw_uid))
             start = run_faults(host, faults_bin, ["kill", "--user", alice, "--session", s])
             assert_unreadable(probe_while_paused(host, alice, faults_bin, start, exclude=before))
             return
