@@ -837,7 +837,7 @@ def test_audit_lines_reach_the_hosts_syslog_through_dev_log(world):
         since = time.time()
         r = c.check()
         assert r.returncode == 0, r
-        lines = log_lines(lambda l: "check passed" in l and f"tenant={ALICE}" in l and "caller=clihost" in l,
+        lines = log_lines(lambda l: "check passed" in l and f"tenant={ALICE}" in l and "caller=root" in l,
                           timeout=10)
         assert any(logged_at(l) >= since - 1 for l in lines), lines
 

@@ -181,8 +181,13 @@ median() { printf '%s\n' $1 | sort -n | sed -n 3p; }
 #    A start waits for nothing: 87 ms here; it took 1.19 s while the
 #    supervisor waited a second for a parent change that had happened
 #    (session.cpp:adoptive_parent).
-[ "$(median "$firsts")" -lt $((600000 * ${CTJ_SLOW:-1})) ] && pass "a first one-off within 0.6 s" \
-  || fail "a first one-off within 0.6 s" "median $(median "$firsts") us"
+#    Held in the container; a VM under TCG (CTJ_SLOW) only reports it.
+if [ -n "${CTJ_SLOW:-}" ]; then
+  echo "   a first one-off under TCG: $(median "$firsts") us (not bounded there)"
+else
+  [ "$(median "$firsts")" -lt 600000 ] && pass "a first one-off within 0.6 s" \
+    || fail "a first one-off within 0.6 s" "median $(median "$firsts") us"
+fi
 
 # 6. stop ends the tenant; systemd collects the service.
 systemctl stop ctj-proxy.service

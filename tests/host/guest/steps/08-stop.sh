@@ -7,5 +7,5 @@ for t in "$T1" "$T2"; do
   check "nothing of $t is left: process, unit, cgroup" "wait_for 10 gone $t" \
     "processes: $(pgrep -u "$(uid_of "$t")" -a | head -n 3 | tr '\n' ' '); unit: $(systemctl show -P ActiveState "$(unit_of "$t")"); cgroup: $(ls -d "$(cg_of "$t")" 2>&1)"
 done
-equals "no tenant's unit is loaded (clihost-jail-*)" "$(systemctl list-units --all --no-legend 'clihost-jail-*' | wc -l)" 0
+equals "no tenant's unit is loaded (clihost-jail-UID.*, clihost-jail-hold-*)" "$(systemctl list-units --all --no-legend 'clihost-jail-[0-9]*' 'clihost-jail-hold-*' | wc -l)" 0
 equals "list is empty" "$("$HELPER" list 2>&1)" ""
