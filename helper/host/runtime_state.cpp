@@ -94,6 +94,7 @@ Result<SupervisorRecord> parse_record(std::string_view text) {
     if (w.size() == 7 && w[0] == "v1") r.version = 1;
     else if (w.size() == 8 && w[0] == "v2") r.version = 2;
     else if (w.size() == 8 && w[0] == "v3") r.version = 3;
+    else if (w.size() == 8 && w[0] == "v4") r.version = 4;
     else return bad();
     r.tenant = std::string(w[1]);
     unsigned long uid = 0;

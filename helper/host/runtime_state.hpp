@@ -21,12 +21,17 @@
 
 namespace clihost {
 
-// The record format this build writes: v3 names the supervisor's endpoint
-// (UID.sock in the runtime directory), which speaks protocol version 3
-// (decide/request.hpp: list and kill are queries). A v2 record is a
-// supervisor of protocol version 2, a v1 record a session jail of a build
-// before the owner model (no endpoint): read, recognised, only stopped.
-inline constexpr int kRecordVersion = 3;
+// The record format this build writes: v4, a supervisor that is the
+// program clihost-jail-supervisor (the split by privilege), naming its
+// endpoint (UID.sock in the runtime directory), which speaks protocol
+// version 3 (decide/request.hpp: list and kill are queries). A v3 record is
+// the supervisor of a build before the split (a fork of the setuid image)
+// speaking the same protocol: served and listed (`earlier_version`) until
+// `stop`. A v2 record is a supervisor of protocol version 2, a v1 record a
+// session jail of a build before the owner model (no endpoint): read,
+// recognised, only stopped.
+inline constexpr int kRecordVersion = 4;
+inline constexpr int kFirstServedRecord = 3;
 // The second line of a session jail's mark whose network process ended.
 inline constexpr std::string_view kNetworkLostMark = "network lost\n";
 
@@ -40,8 +45,11 @@ struct SupervisorRecord {
     int version{kRecordVersion};      // 1: a session jail of a build before the owner model
 };
 
-// One line, "v3 TENANT UID PID START_TICKS BOOT_ID STARTED UID.sock\n" (v2:
-// the same; v1: without the endpoint). Pure.
+// A supervisor this build hands connections to and asks (protocol 3).
+inline bool speaks_our_protocol(const SupervisorRecord& r) { return r.version >= kFirstServedRecord; }
+
+// One line, "v4 TENANT UID PID START_TICKS BOOT_ID STARTED UID.sock\n" (v2,
+// v3: the same; v1: without the endpoint). Pure.
 std::string format_record(const SupervisorRecord& r);
 // Strict inverse of format_record; anything else is an error. Pure, fuzzable.
 Result<SupervisorRecord> parse_record(std::string_view text);

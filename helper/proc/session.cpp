@@ -325,6 +325,10 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     // model: a v1 record, no endpoint
     // (test_owner.py::test_a_session_jail_of_the_previous_version_is_refused_by_name).
     if (fault::fail("old_record")) rec.version = 1;
+    // ...and for a build before the split (its supervisor a fork of the
+    // setuid image): a v3 record, the same endpoint and protocol
+    // (test_owner.py::test_a_supervisor_of_the_build_before_the_split_serves_until_stop).
+    if (fault::fail("pre_split_record")) rec.version = 3;
     if (up && (rec.start_ticks == 0 || rec.boot_id.empty()))
         up = fail(Exit::internal, "cannot read this process's start time");
     UniqueFd attach_netns;
@@ -337,7 +341,7 @@ int serve_session(const SessionStart& s, int report_fd, UniqueFd lock, pid_t fir
     //    with the config file later (jail_settings.hpp).
     if (up) up = dir.write_settings(rec, jail_settings(s.policy));
     UniqueFd listener;
-    if (up && rec.version == kRecordVersion) {
+    if (up && speaks_our_protocol(rec)) {
         auto ep = make_endpoint(dir, t.uid);
         if (ep) listener = std::move(ep).value();
         else up = ep.error();
@@ -546,7 +550,7 @@ Result<Stopped> stop_supervisor(const RuntimeDir& dir, uid_t uid) {
     // A supervisor of an earlier version keeps no mark: it is named as
     // before (a session jail's).
     const Stopped what =
-        r->version < kRecordVersion || dir.runs_session_jail(*r) ? Stopped::session_jail : Stopped::supervisor_only;
+        r->version < kFirstServedRecord || dir.runs_session_jail(*r) ? Stopped::session_jail : Stopped::supervisor_only;
     const UniqueFd pidfd = open_supervisor(*r);
     if (!pidfd.valid()) {
         // A record left by a crash or a reboot: not trusted, not followed.

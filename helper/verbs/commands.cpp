@@ -228,7 +228,7 @@ int hand_to_supervisor(const Prepared& p, const StartState& start, const Account
     for (int attempt = 0;; ++attempt) {
         auto jail = ensure_session_jail(args);
         if (!jail) return refuse(jail.error());
-        if (jail.value().version != kRecordVersion)
+        if (!speaks_our_protocol(jail.value()))
             return refuse(fail(Exit::host, "the session jail of " + p.tenant->account.name + " (supervisor " +
                                                std::to_string(jail.value().pid) + ") is of another version (record v" +
                                                std::to_string(jail.value().version) +
@@ -298,7 +298,7 @@ int do_kill(const Prepared& p, const CommandLine& cl, const StartState& start) {
     const std::string& name = p.tenant->account.name;
     const auto jail = find_session_jail(p.tenant->account.uid);
     if (!jail) return refuse(fail(Exit::refused, "tenant " + name + " has no session jail"));
-    if (jail->version != kRecordVersion)
+    if (!speaks_our_protocol(*jail))
         return refuse(fail(Exit::host, "the session jail of " + name + " (supervisor " + std::to_string(jail->pid) +
                                            ") is of another version (record v" + std::to_string(jail->version) +
                                            "): end it with clihost-jail stop --user " + name));
@@ -381,9 +381,9 @@ int do_list(const Prepared& p, const CommandLine& cl, const StartState& start, c
             // its sessions are unknown, it is not asked. One that runs no
             // session jail (one-offs only, or ending) has no tmux to ask.
             e.state = SessionsState::no_answer;
-            if (r.version == kRecordVersion && dir && !dir.value().runs_session_jail(r)) {
+            if (speaks_our_protocol(r) && dir && !dir.value().runs_session_jail(r)) {
                 e.state = SessionsState::none;
-            } else if (r.version == kRecordVersion) {
+            } else if (speaks_our_protocol(r)) {
                 asked.push_back(r);
                 owner.push_back(entries.size());
             }

@@ -356,6 +356,38 @@ def test_a_session_jail_of_the_previous_version_is_refused_by_name(host, alice, 
     assert listed_json(host, alice)["earlier_version"] is False
 
 
+def test_a_supervisor_of_the_build_before_the_split_serves_until_stop(host, alice, terms):
+    """An upgrade across the split by privilege: a session jail whose
+    supervisor a build before it started (a v3 record, the same endpoint and
+    protocol; the fault build writes one as that build did) keeps running:
+    the new front attaches to it, `list --json` marks it earlier_version,
+    `stop` ends it, and the next start is the new programs' (a v4 record,
+    the supervisor program)."""
+    faults = install_faults_bin(host, "clihost-jail-faults-split")
+    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "CLIHOST_JAIL_FAULT": "pre_split_record"}
+    s = new_session()
+    old = PtyProcess([faults, "run", "--user", alice, "--session", s], env=env)
+    terms.append(old)
+    assert wait_until(lambda: record(alice) is not None, 15), old.output()
+    assert record(alice)[0] == "v3"
+    sup = int(record(alice)[3])
+    old.write("echo OLD_$((6*7))\r")
+    assert old.wait_for("OLD_42", 15), old.output()
+    assert listed_json(host, alice)["earlier_version"] is True
+    # The new front's attach reaches the same session jail's screen.
+    t = attach(host, alice, s, terms)
+    assert t.wait_for("OLD_42", 15), t.output()
+    assert int(record(alice)[3]) == sup
+    r = host.run_as(PROXY, [host.bin, "stop", "--user", alice])
+    assert r.returncode == 0 and "session jail stopped" in r.stdout, r
+    # Control: after the stop the next start is this build's.
+    t2 = attach(host, alice, new_session(), terms)
+    assert shell_ready(t2), t2.output()
+    assert record(alice)[0] == "v4"
+    assert listed_json(host, alice)["earlier_version"] is False
+    assert os.readlink(f"/proc/{record(alice)[3]}/exe") == host.supervisor_bin
+
+
 # ---------------------------------------------------------------- races --
 
 RACE_ROUNDS = int(os.environ.get("CTJ_RACE_ROUNDS", "20"))

@@ -22,7 +22,7 @@ SupervisorRecord sample() {
 
 TEST(RuntimeState, RecordFormatIsOneExactLine) {
     EXPECT_EQ(format_record(sample()),
-              "v3 alice 1001 4242 987654 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 1764763200 1001.sock\n");
+              "v4 alice 1001 4242 987654 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 1764763200 1001.sock\n");
 }
 
 // A record of a build before the owner model (no endpoint) is read as such:
@@ -38,6 +38,13 @@ TEST(RuntimeState, PreviousFormatIsRecognised) {
     auto v2 = parse_record("v2 alice 1001 4242 987654 0f1e 1764763200 1001.sock\n");
     ASSERT_TRUE(v2.ok()) << v2.error().message;
     EXPECT_EQ(v2.value().version, 2);
+    EXPECT_FALSE(speaks_our_protocol(v2.value()));
+    // The supervisor of a build before the split: the same protocol, served.
+    auto v3 = parse_record("v3 alice 1001 4242 987654 0f1e 1764763200 1001.sock\n");
+    ASSERT_TRUE(v3.ok()) << v3.error().message;
+    EXPECT_EQ(v3.value().version, 3);
+    EXPECT_TRUE(speaks_our_protocol(v3.value()));
+    EXPECT_LT(v3.value().version, kRecordVersion);  // `list --json`'s earlier_version
 }
 
 TEST(RuntimeState, RecordRoundTrips) {
@@ -63,7 +70,8 @@ INSTANTIATE_TEST_SUITE_P(Table, RecordRefused,
                          ::testing::Values(
                              "",                                                          // empty
                              "v1 alice 1001 4242 987654 0f1e 1764763200",                 // no newline
-                             "v4 alice 1001 4242 987654 0f1e 1764763200 1001.sock\n",     // unknown version
+                             "v5 alice 1001 4242 987654 0f1e 1764763200 1001.sock\n",     // unknown version
+                             "v4 alice 1001 4242 987654 0f1e 1764763200\n",               // v4 without its endpoint
                              "v3 alice 1001 4242 987654 0f1e 1764763200\n",               // v3 without its endpoint
                              "v2 alice 1001 4242 987654 0f1e 1764763200\n",               // v2 without its endpoint
                              "v2 alice 1001 4242 987654 0f1e 1764763200 1002.sock\n",     // another tenant's endpoint
