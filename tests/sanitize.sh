@@ -12,7 +12,7 @@ cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCLIHOST_JAIL_SANITIZE=ON 
   -DCLIHOST_JAIL_SUPERVISOR=/usr/local/libexec/clihost-jail-test/clihost-jail-supervisor \
   -DCLIHOST_JAIL_ADMIN=/usr/local/libexec/clihost-jail-test/clihost-jail-admin >/dev/null
 cmake --build "$build" -j"$(nproc)" --target unit_tests clihost-jail clihost-jail-faults clihost-jail-attach \
-  clihost-jail-supervisor clihost-jail-admin clihost-jail-supervisor-faults clihost-jail-admin-faults >/dev/null
+  clihost-jail-supervisor clihost-jail-admin clihost-jail-supervisor-faults clihost-jail-admin-faults clihost-jail-oom >/dev/null
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 "$build/tests/unit_tests" --gtest_brief=1

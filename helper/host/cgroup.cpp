@@ -345,9 +345,10 @@ Status TenantCgroup::kill_queries() const {
 }
 
 Status TenantCgroup::remove() const {
-    // A systemd scope's own cgroup is systemd's to remove once empty, never
-    // ours in cgroup2 (v2, a hybrid's), where systemd learns it is empty: a
-    // scope whose cgroup went first never ends. Only the leaves are ours.
+    // A systemd unit's own cgroup (the tenant's service, an earlier build's
+    // scope) is systemd's to remove once empty, never ours in cgroup2 (v2, a
+    // hybrid's), where systemd learns it is empty: a unit whose cgroup went
+    // first never ends. Only the leaves are ours.
     const bool scope = rel_.rfind(slice_cgroup(kTenantSlice) + "/", 0) == 0;
     for (const auto& n : nodes_)
         for (const std::string& d : {n.dir + "/query", n.dir + "/jails", n.dir + "/net", n.dir + "/supervisor", n.dir}) {

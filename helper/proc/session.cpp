@@ -566,6 +566,9 @@ Result<Stopped> stop_supervisor(const RuntimeDir& dir, uid_t uid) {
         // Its watcher hears of its death (parent-death signal) and ends the jail.
         (void)signal_pidfd(pidfd.get(), SIGKILL);
         (void)wait_pidfd(pidfd.get(), 2);
+        // What it would have removed itself: its endpoint, the attach
+        // namespace, the record with its settings and mark.
+        (void)::unlinkat(dir.fd(), endpoint_name(uid).c_str(), 0);
         dir.remove_attach_netns(uid);
         dir.remove_if(uid, r->pid);
         log::audit("warn", "the session jail's supervisor did not end within " + std::to_string(kStopSeconds) +
@@ -588,9 +591,15 @@ Result<Stopped> stop_locked(uid_t uid, const Limits& limits) {
     const TenantCgroup cg = open_tenant_cgroup(limits, uid);
     if (cg.placed()) {
         if (auto st = cg.kill_jails(); !st) return st.error();
-        // A process still in a leaf (a jail ending): refused (EBUSY), the
-        // empty cgroup stays for the next start.
-        if (auto st = cg.remove(); !st) log::audit("warn", st.error().message);
+        // A process still in a leaf (a killed supervisor's watcher, ending
+        // on its parent-death signal; a jail ending): refused (EBUSY) and
+        // tried again, 2 s at most; then the cgroup stays for the next start.
+        Status removed = cg.remove();
+        for (int i = 0; !removed && i < 20; ++i) {
+            ::usleep(100'000);
+            removed = cg.remove();
+        }
+        if (!removed) log::audit("warn", removed.error().message);
     }
     // jail.json: no jail binds it now, and no supervisor writes it.
     remove_jail_view(uid);

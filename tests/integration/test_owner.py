@@ -19,8 +19,8 @@ import time
 
 import pytest
 
-from conftest import (PROXY, RUNTIME_DIR, install_faults_bin, log_lines, logged_at, new_session, proc_status, sh, spawn,
-                      wait_until)
+from conftest import (PROXY, RUNTIME_DIR, cgroup_missing, install_faults_bin, log_lines, logged_at, new_session,
+                      proc_status, sh, spawn, tenant_cgroup, wait_until)
 from ownerutil import listed_json
 from ptyutil import PtyProcess, attach, shell_ready
 
@@ -386,6 +386,36 @@ def test_a_supervisor_of_the_build_before_the_split_serves_until_stop(host, alic
     assert record(alice)[0] == "v4"
     assert listed_json(host, alice)["earlier_version"] is False
     assert os.readlink(f"/proc/{record(alice)[3]}/exe") == host.supervisor_bin
+
+
+def test_a_supervisor_that_does_not_end_is_killed_by_stop_and_leaves_nothing(host, alice, terms):
+    """A supervisor that cannot handle stop's SIGTERM (stopped here, as a
+    hung one would be) is SIGKILLed after stop's 10 s grace, and stop removes
+    what it would have: its endpoint, its record, the tenant's cgroup.
+    (Issue 42: at 400 tenants 8 supervisors were killed so, and their
+    sockets and cgroups were left.)"""
+    t = attach(host, alice, new_session(), terms)
+    assert shell_ready(t), t.output()
+    sup = supervisor_pid(alice)
+    assert os.path.exists(endpoint(alice))
+    # Control: the tenant's cgroup exists while it runs (where cgroups work).
+    dirs = [os.path.dirname(tenant_cgroup(alice, c)) for c in ("memory", "pids")]
+    have_cgroups = cgroup_missing() is None
+    if have_cgroups:
+        assert all(os.path.isdir(d) for d in dirs), dirs
+    since = time.time()
+    os.kill(sup, signal.SIGSTOP)
+    r = host.run_root([host.bin, "stop", "--user", alice], timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert time.time() - since >= 10, "stop did not wait its grace"
+    assert wait_until(lambda: not os.path.exists(f"/proc/{sup}"), 5)
+    assert record(alice) is None
+    assert not os.path.exists(endpoint(alice))
+    if have_cgroups:
+        assert not any(os.path.exists(d) for d in dirs), [d for d in dirs if os.path.exists(d)]
+    assert log_lines(lambda l: "did not end within 10 s and was killed" in l and f"tenant={pwd.getpwnam(alice).pw_uid}" in l,
+                     timeout=5)
+    assert host.wait_gone(alice, 10), host.processes_of(alice)
 
 
 # ---------------------------------------------------------------- races --
