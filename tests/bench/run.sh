@@ -177,6 +177,7 @@ NET_GROUP_CREATED=""   # --scale: what it made for network = isolated (undone on
 NFT_LOADED=""
 TUN_MODE=""
 STUB_PLACED=""   # the attach stub, if this run installed it (removed on exit)
+PROGRAMS_PLACED=()   # the supervisor and admin programs, the OOM preload, if this run installed them
 cleanup() {
     local rc=$?
     set +e
@@ -202,6 +203,8 @@ cleanup() {
         done
         sleep 0.2
     fi
+    local placed
+    for placed in "${PROGRAMS_PLACED[@]}"; do rm -f "$placed"; done
     [[ -n $STUB_PLACED ]] && rm -f "$STUB_PLACED" && rmdir "$(dirname "$STUB_PLACED")" 2>/dev/null
     # The helper never removes a tenant's flock file; these tenants are gone.
     if [[ -n $RUNTIME_DIR && -d $RUNTIME_DIR ]]; then
@@ -281,7 +284,9 @@ if [[ -z $BIN ]]; then
     # created by the bench), so no real /etc/clihost-jail/jail.conf is touched.
     cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLIHOST_JAIL_TESTS=OFF \
         -DCLIHOST_JAIL_RUNTIME_DIR=/run/clihost-jail-bench -DCLIHOST_JAIL_CONFIG=/etc/clihost-jail-bench/jail.conf \
-        -DCLIHOST_JAIL_ATTACH_STUB=/usr/local/libexec/clihost-jail-bench/clihost-jail-attach >"$BUILD_DIR/cmake.log" 2>&1 ||
+        -DCLIHOST_JAIL_ATTACH_STUB=/usr/local/libexec/clihost-jail-bench/clihost-jail-attach \
+        -DCLIHOST_JAIL_SUPERVISOR=/usr/local/libexec/clihost-jail-bench/clihost-jail-supervisor \
+        -DCLIHOST_JAIL_ADMIN=/usr/local/libexec/clihost-jail-bench/clihost-jail-admin >"$BUILD_DIR/cmake.log" 2>&1 ||
         { tail -20 "$BUILD_DIR/cmake.log" >&2; die "cmake configure failed"; }
     cmake --build "$BUILD_DIR" -j"$(nproc)" >>"$BUILD_DIR/cmake.log" 2>&1 ||
         { tail -20 "$BUILD_DIR/cmake.log" >&2; die "build failed"; }
@@ -373,6 +378,24 @@ run_helper() {  # run_helper CONFIG ARGS...: the helper exactly as the bench run
 }
 
 log "helper: $BIN ($("$BIN" --version))"
+# A build of three programs (README, "Three programs") execs the supervisor
+# and admin programs by the absolute paths its build named, and its session
+# jail's tmux preloads the OOM fork handler beside the stub: where BIN is in
+# a build directory, each is installed there from beside BIN unless the same
+# file is there already (removed on exit if placed here). An installed helper has
+# them installed; a build before the split has none.
+if [[ -f $(dirname "$BIN")/CMakeCache.txt ]]; then
+    cache_path() { sed -n "s|^$1:STRING=\(/.*\)|\1|p" "$(dirname "$BIN")/CMakeCache.txt" | head -n 1; }
+    place() {  # place FILE MODE TARGET
+        [[ -n $3 && -e $1 ]] || return 0
+        [[ -e $3 ]] && cmp -s "$1" "$3" && return 0
+        install -D -o 0 -g 0 -m "$2" "$1" "$3" && PROGRAMS_PLACED+=("$3")
+    }
+    place "$(dirname "$BIN")/clihost-jail-supervisor" 0700 "$(cache_path CLIHOST_JAIL_SUPERVISOR)"
+    place "$(dirname "$BIN")/clihost-jail-admin" 0755 "$(cache_path CLIHOST_JAIL_ADMIN)"
+    stub=$(cache_path CLIHOST_JAIL_ATTACH_STUB)
+    [[ -n $stub ]] && place "$(dirname "$BIN")/clihost-jail-oom.so" 0644 "$(dirname "$stub")/clihost-jail-oom.so"
+fi
 # The attach stub its attach jails run (a build with a prepared attach jail
 # names it in `check`), from beside the binary, installed where the build
 # looks for it unless a file is there already; removed on exit if placed here.
