@@ -505,7 +505,9 @@ int launch_unit(const SupervisorArgs& a, const Policy& policy) {
 // file, read again, must be the one the front checked against, the tenant
 // is validated again, and this process becomes the supervisor (it keeps
 // the lock until its record is written; it is nobody's child but init's,
-// or a subreaper's, and no session leader: it can never get a terminal).
+// or a subreaper's, and no session leader: it can never get a terminal;
+// under systemd PID 1 makes it the leader of a session without one, and it
+// opens no terminal: they reach it only over SCM_RIGHTS).
 int supervisor_start(const SupervisorArgs& a, pid_t starter) {
     auto refuse = [&](const Error& e) {
         log::audit(e.code == Exit::refused ? "deny" : "fail", "supervisor not started: " + e.message);
