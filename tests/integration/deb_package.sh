@@ -193,7 +193,8 @@ check "remove deletes the sshd drop-in" "[ ! -e $dropin ]"
 # Session jails of another build still running at an upgrade are counted
 # by postinst (issue 22, item 6): a live supervisor with a v2 record (a
 # sleep stands in for it: the recorded pid and start time), a v2 record
-# whose pid is gone, and a record of this build's version.
+# whose pid is gone, a record of this build's version, and a live one of
+# the build before the split by privilege (v3: served, not counted).
 made_run_dir=
 if [ ! -d /run/clihost-jail ]; then install -d -m 0700 /run/clihost-jail; made_run_dir=1; fi
 sleep 300 &
@@ -203,12 +204,15 @@ echo "v2 ctjdeb-old 64001 $stand_in $stand_in_ticks 0-0 1 64001.sock" >/run/clih
 echo "v2 ctjdeb-gone 64002 999999 5 0-0 1 64002.sock" >/run/clihost-jail/64002.state
 echo "v$(sed -nE 's/^inline constexpr int kRecordVersion = ([0-9]+);/\1/p' "$repo/helper/host/runtime_state.hpp") ctjdeb-new 64003 $stand_in $stand_in_ticks 0-0 1 64003.sock" \
   >/run/clihost-jail/64003.state
+echo "v3 ctjdeb-split 64004 $stand_in $stand_in_ticks 0-0 1 64004.sock" >/run/clihost-jail/64004.state
 dpkg -i "$deb" >/dev/null 2>"$work/reinstall.err"
 kill "$stand_in" 2>/dev/null || true
-rm -f /run/clihost-jail/6400[123].state
+rm -f /run/clihost-jail/6400[1234].state
 [ -z "$made_run_dir" ] || rmdir /run/clihost-jail
 check "postinst counts the live session jails of another version (1) and names clihost-jail stop" \
   "grep -qx 'clihost-jail: 1 session jail(s) of another version still run; end each with clihost-jail stop --user TENANT' '$work/reinstall.err'"
+check "postinst serves the build before the split's records (kFirstServedRecord)" \
+  "grep -qx \"    served=v\$(sed -nE 's/^inline constexpr int kFirstServedRecord = ([0-9]+);/\\1/p' '$repo/helper/host/runtime_state.hpp')\" '$repo/install/debian/postinst'"
 check "postinst's current record version is the helper's (kRecordVersion)" \
   "grep -qx \"    current=v\$(sed -nE 's/^inline constexpr int kRecordVersion = ([0-9]+);/\\1/p' '$repo/helper/host/runtime_state.hpp')\" '$repo/install/debian/postinst'"
 check "a re-install brings the sshd drop-in back" "grep -qx 'DenyGroups clihost-tenants' $dropin"
