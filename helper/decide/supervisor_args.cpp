@@ -60,7 +60,11 @@ std::vector<std::string> supervisor_argv(const SupervisorArgs& a) {
     if (a.mode == SupervisorMode::stop) return v;
     v.insert(v.end(), {"--user", a.tenant, "--config-digest", a.config_digest,
                        a.session_jail ? "--session-jail" : "--no-session-jail"});
-    for (const auto& [name, value] : a.caller_env) v.insert(v.end(), {"--env", name + "=" + value});
+    for (const auto& [name, value] : a.caller_env) {
+        std::string pair = name;
+        pair.append("=").append(value);
+        v.insert(v.end(), {"--env", std::move(pair)});
+    }
     if (a.in_unit) v.emplace_back("--in-unit");
     return v;
 }

@@ -57,7 +57,6 @@ constexpr int kMaxPending = 8;  // the endpoint's backlog (owner.cpp caps the pe
 constexpr int kLockSeconds = 30;
 constexpr int kStartSeconds = 20;
 constexpr int kStopSeconds = 10;
-constexpr int kPlaceSeconds = 10;  // place_lock_holder: systemd's call (5 s), then its move (5 s)
 constexpr int kStartBoundSeconds = 60;  // a supervisor's start, to its record (each step has its own, shorter)
 
 // Waits until the process behind `pidfd` has exited (pidfds poll readable).

@@ -62,6 +62,7 @@ Result<int> run_supervisor(const SupervisorArgs& args, bool detach, int seconds,
     if (auto st = check_trusted_executable("the supervisor", kSupervisorPath); !st) return st.error();
     const std::vector<std::string> words = supervisor_argv(args);
     std::vector<char*> argv;
+    argv.reserve(words.size() + 1);
     for (const auto& w : words) argv.push_back(const_cast<char*>(w.c_str()));
     argv.push_back(nullptr);
     int report[2];

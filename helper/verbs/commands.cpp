@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 #include <optional>
 
 #include "verbs/check.hpp"
@@ -440,11 +441,14 @@ int hand_to_admin(const StartState& start, const std::vector<std::string>& args)
     }
     if (auto st = check_trusted_executable("the admin program", admin); !st) return refuse(st.error());
     std::vector<std::string> words{"clihost-jail-admin"};
-    words.insert(words.end(), args.begin() + (args.empty() ? 0 : 1), args.end());
+    if (args.size() > 1) words.insert(words.end(), std::next(args.begin()), args.end());
     std::vector<std::string> env;
     if (start.config_override) env.push_back("CLIHOST_JAIL_CONFIG=" + *start.config_override);
     if (const auto armed = fault::armed(); !armed.empty()) env.push_back("CLIHOST_JAIL_FAULT=" + armed);
-    for (const auto& [name, value] : start.caller_env) env.push_back(name + "=" + value);
+    for (const auto& [name, value] : start.caller_env) {
+        std::string pair = name;
+        env.push_back(pair.append("=").append(value));
+    }
     std::vector<char*> argv, envp;
     for (auto& w : words) argv.push_back(w.data());
     for (auto& e : env) envp.push_back(e.data());
