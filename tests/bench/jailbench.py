@@ -32,6 +32,11 @@ import termios
 import time
 
 
+# The helper's own processes by comm (15 bytes): the front, and the
+# supervisor program's ("clihost-jail-su": the supervisor, its watchers
+# before their exec), or a build before the split's fork of the front.
+HELPER_COMMS = ("clihost-jail", "clihost-jail-su")
+
 def eprint(*a):
     print(*a, file=sys.stderr, flush=True)
 
@@ -348,7 +353,10 @@ def wait_for_chain(helper_pid, timeout, taken=(), tenant_uid=None):
         if any(comm(p) == "sleep" for p in d):
             return [helper_pid] + d
         for sup, pp in ppid_map().items():
-            if sup == helper_pid or sup in taken or pp != 1 or comm(sup) != comm(helper_pid):
+            # The supervisor program (comm "clihost-jail-su", 15 bytes of
+            # clihost-jail-supervisor), or a build before the split's fork
+            # of the helper (the helper's own comm).
+            if sup == helper_pid or sup in taken or pp != 1 or not comm(sup).startswith(comm(helper_pid)):
                 continue
             d = descendants(sup)
             if any(comm(p) == "sleep" and uid_of_pid(p) == tenant_uid for p in d):
@@ -408,7 +416,7 @@ def cmd_sessions(a):
     # (network = isolated; with network = host bwrap is the parent's child).
     def helper_side(c):
         n = 1
-        while n < len(c) and comm(c[n]) == comm(c[0]):
+        while n < len(c) and comm(c[n]) in HELPER_COMMS:
             n += 1
         return n
     sides = [helper_side(c) for c in chains]
@@ -1007,7 +1015,7 @@ def session_jail_roles(supervisor):
     for p in descendants(supervisor):
         if p in roles["prepared"]:
             continue
-        if m.get(p) == supervisor and comm(p) == "clihost-jail":
+        if m.get(p) == supervisor and comm(p) in HELPER_COMMS:
             roles["watcher"].append(p)
         elif comm(p) == "bwrap":
             roles["bwrap"].append(p)
@@ -1117,7 +1125,8 @@ def scan_once(uids, names, binary, runtime_dir):
         except OSError:
             argv = []
         # Only helpers started for our tenants: other runs on the host are not ours.
-        if names & set(argv) and (exe.split(" (deleted)")[0] == binary or argv[0].endswith("clihost-jail")):
+        if names & set(argv) and (exe.split(" (deleted)")[0] == binary or
+                                  argv[0].endswith(("clihost-jail", "clihost-jail-supervisor"))):
             helpers.append({"pid": p, "argv": argv[:6]})
         try:
             with open(f"/proc/{p}/loginuid") as f:

@@ -122,7 +122,7 @@ class Tenant:
                 for p in sub:
                     add("slirp4netns", p)
                 continue
-            if names[child] != "clihost-jail":
+            if names[child] not in ("clihost-jail", "clihost-jail-su"):  # a watcher (split or not)
                 for p in sub:
                     add("other", p)
                 continue
