@@ -166,17 +166,19 @@ systemctl stop clihost-jail-$(id -u ctj-sdu).service
 #    The start's cost on this systemd (tests/bench/RESULTS.md): a first
 #    one-off (the front, the starter, the launch, PID 1's start of the
 #    service, PAM, the jail), then one more of the same tenant (its
-#    supervisor runs), five rounds, the medians.
+#    supervisor runs), five rounds, the medians (one under a VM's TCG, where
+#    the times say nothing: the start is checked, not timed).
 firsts= nexts= bad=
-for i in 1 2 3 4 5; do
+rounds=5; [ -n "${CTJ_SLOW:-}" ] && rounds=1
+for i in $(seq $rounds); do
   t0=$(date +%s%N); runuser -u clihost -- $HELPER run --user ctj-sdu --session t -- true || bad="$bad first$i"
   t1=$(date +%s%N); runuser -u clihost -- $HELPER run --user ctj-sdu --session t -- true || bad="$bad next$i"
   t2=$(date +%s%N); firsts="$firsts $(( (t1 - t0) / 1000 ))"; nexts="$nexts $(( (t2 - t1) / 1000 ))"
   $HELPER stop --user ctj-sdu >/dev/null 2>&1
   wait_for 5 sh -c "! systemctl is-active -q clihost-jail-$(id -u ctj-sdu).service"
 done
-median() { printf '%s\n' $1 | sort -n | sed -n 3p; }
-[ -z "$bad" ] && pass "one-offs through the service: first $(median "$firsts") us, next $(median "$nexts") us (medians of 5)" \
+median() { printf '%s\n' $1 | sort -n | sed -n "$(( ($(echo $1 | wc -w) + 1) / 2 ))p"; }
+[ -z "$bad" ] && pass "one-offs through the service: first $(median "$firsts") us, next $(median "$nexts") us (medians of $rounds)" \
   || fail "one-offs through the service" "failed:$bad"
 #    A start waits for nothing: 87 ms here; it took 1.19 s while the
 #    supervisor waited a second for a parent change that had happened
